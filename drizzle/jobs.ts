@@ -1,0 +1,17 @@
+import { bigserial, boolean, index, integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+
+/** One row per job run, kept 14 days; GET /api/v1/internal/jobs shows the last of each. */
+export const jobRuns = pgTable(
+  'job_runs',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    name: text('name').notNull(),
+    instanceId: text('instance_id').notNull(),
+    startedAt: timestamp('started_at', { withTimezone: true }).notNull(),
+    finishedAt: timestamp('finished_at', { withTimezone: true }),
+    ok: boolean('ok'),
+    items: integer('items').notNull().default(0),
+    error: text('error'),
+  },
+  (t) => [index('job_runs_name_started_idx').on(t.name, t.startedAt.desc())],
+);

@@ -1,0 +1,114 @@
+import {
+  bigint,
+  bigserial,
+  boolean,
+  doublePrecision,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+} from 'drizzle-orm/pg-core';
+
+/**
+ * A leaderboard sync writes a whole new snapshot per (category, period), then
+ * switches `leaderboard_current` to it in one statement: readers never see a
+ * half-written board, and a failed sync leaves the last good one current.
+ */
+export const leaderboardSnapshots = pgTable(
+  'leaderboard_snapshots',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    category: text('category').notNull(), // OVERALL | POLITICS | SPORTS | CRYPTO
+    period: text('period').notNull(), // 1D | 7D | 30D | ALL
+    status: text('status').notNull().default('building'), // building | ready | failed
+    rowCount: integer('row_count').notNull().default(0),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    completedAt: timestamp('completed_at', { withTimezone: true }),
+  },
+  (t) => [index('leaderboard_snapshots_cp_idx').on(t.category, t.period, t.createdAt)],
+);
+
+export const leaderboardCurrent = pgTable(
+  'leaderboard_current',
+  {
+    category: text('category').notNull(),
+    period: text('period').notNull(),
+    snapshotId: bigint('snapshot_id', { mode: 'number' })
+      .notNull()
+      .references(() => leaderboardSnapshots.id),
+    switchedAt: timestamp('switched_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.category, t.period] })],
+);
+
+export const leaderboardEntries = pgTable(
+  'leaderboard_entries',
+  {
+    snapshotId: bigint('snapshot_id', { mode: 'number' })
+      .notNull()
+      .references(() => leaderboardSnapshots.id, { onDelete: 'cascade' }),
+    walletAddress: text('wallet_address').notNull(), // lower-case 0x…
+    displayName: text('display_name').notNull(),
+    avatarUrl: text('avatar_url'),
+    isKol: boolean('is_kol').notNull().default(false),
+    pnl: doublePrecision('pnl').notNull().default(0),
+    volume: doublePrecision('volume').notNull().default(0),
+    venueRank: integer('venue_rank'),
+  },
+  (t) => [
+    primaryKey({ columns: [t.snapshotId, t.walletAddress] }),
+    index('leaderboard_entries_pnl_idx').on(t.snapshotId, t.pnl.desc(), t.walletAddress),
+  ],
+);
+
+/** Enrichment per trader from positions, closed positions and trades (leaderboard-enrich). */
+export const traderStats = pgTable('trader_stats', {
+  walletAddress: text('wallet_address').primaryKey(),
+  roi: doublePrecision('roi').notNull().default(0),
+  winRate: doublePrecision('win_rate').notNull().default(0),
+  wins: integer('wins').notNull().default(0),
+  losses: integer('losses').notNull().default(0),
+  bestTrade: doublePrecision('best_trade').notNull().default(0),
+  sharpeRatio: doublePrecision('sharpe_ratio').notNull().default(0),
+  tradeCount: integer('trade_count').notNull().default(0),
+  avgEntry: doublePrecision('avg_entry').notNull().default(0),
+  avgTrade: doublePrecision('avg_trade').notNull().default(0),
+  sparkline: jsonb('sparkline').$type<number[]>().notNull().default([]),
+  enrichedAt: timestamp('enriched_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
+/** Largest realized wins from closed positions, per trader and position. */
+export const biggestWins = pgTable(
+  'biggest_wins',
+  {
+    walletAddress: text('wallet_address').notNull(),
+    asset: text('asset').notNull(),
+    displayName: text('display_name').notNull(),
+    marketTitle: text('market_title').notNull(),
+    pnl: doublePrecision('pnl').notNull(),
+    side: text('side').notNull(),
+    entryPrice: doublePrecision('entry_price').notNull(),
+    exitPrice: doublePrecision('exit_price').notNull(),
+    resolvedAt: timestamp('resolved_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.walletAddress, t.asset] }),
+    index('biggest_wins_resolved_pnl_idx').on(t.resolvedAt, t.pnl.desc()),
+  ],
+);
+
+/** Profiles of any address, fetched from the venue on demand and cached. */
+export const traderProfiles = pgTable(
+  'trader_profiles',
+  {
+    walletAddress: text('wallet_address').notNull(),
+    period: text('period').notNull(),
+    profile: jsonb('profile').$type<Record<string, unknown>>().notNull(),
+    fetchedAt: timestamp('fetched_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.walletAddress, t.period] }), index('trader_profiles_fetched_idx').on(t.fetchedAt)],
+);
+

@@ -1,0 +1,211 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+
+/**
+ * The environment, parsed once. Every variable of decisions.md §1 (plus a few
+ * operational knobs documented in the README) lives here; nothing else in the
+ * code base reads process.env except src/server.ts, which hands it to us.
+ */
+
+const emptyToUndefined = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
+
+const optionalString = z.preprocess(emptyToUndefined, z.string().optional());
+
+const httpUrl = (name: string) =>
+  z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .refine((v) => {
+        try {
+          const u = new URL(v);
+          return u.protocol === 'http:' || u.protocol === 'https:';
+        } catch {
+          return false;
+        }
+      }, `${name} must be an http(s) URL`)
+      .transform((v) => v.replace(/\/+$/, '')),
+  );
+
+const bool = (def: boolean) =>
+  z.preprocess(
+    emptyToUndefined,
+    z
+      .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], {
+        message: 'must be one of true, false, 1, 0, yes, no, on, off',
+      })
+      .optional()
+      .transform((v) => (v === undefined ? def : ['true', '1', 'yes', 'on'].includes(v))),
+  );
+
+const port = z.preprocess(
+  emptyToUndefined,
+  z.coerce
+    .number({ message: 'must be a number' })
+    .int('must be an integer')
+    .min(0, 'must be between 0 and 65535')
+    .max(65535, 'must be between 0 and 65535')
+    .default(3000),
+);
+
+const databaseUrl = z.preprocess(
+  emptyToUndefined,
+  z
+    .string()
+    .default('pglite:./.data/pglite')
+    .refine(
+      (v) => v.startsWith('pglite:') ? v.length > 'pglite:'.length : /^postgres(ql)?:\/\/.+/.test(v),
+      'must be postgres://…, postgresql://…, pglite:<dir> or pglite:memory',
+    ),
+);
+
+const redisUrl = z.preprocess(
+  emptyToUndefined,
+  z
+    .string()
+    .refine((v) => /^rediss?:\/\/.+/.test(v), 'must be redis://… or rediss://…')
+    .optional(),
+);
+
+const secret = (name: string) =>
+  z.preprocess(emptyToUndefined, z.string().min(32, `${name} must be at least 32 characters`).optional());
+
+const EnvSchema = z
+  .object({
+    NODE_ENV: z.preprocess(
+      emptyToUndefined,
+      z.enum(['development', 'production', 'test'], { message: 'must be development, production or test' }).default('development'),
+    ),
+    PORT: port,
+    HOST: z.preprocess(emptyToUndefined, z.string().default('127.0.0.1')),
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    JWT_SECRET: secret('JWT_SECRET'),
+    JWT_SECRET_PREVIOUS: secret('JWT_SECRET_PREVIOUS'),
+    COOKIE_DOMAIN: optionalString,
+    CORS_ORIGINS: z.preprocess(
+      emptyToUndefined,
+      z
+        .string()
+        .optional()
+        .transform((v) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : []))
+        .refine(
+          (list) =>
+            list.every((o) => {
+              try {
+                const u = new URL(o);
+                return (u.protocol === 'http:' || u.protocol === 'https:') && u.origin === o.replace(/\/$/, '');
+              } catch {
+                return false;
+              }
+            }),
+          'must be a comma-separated list of origins such as https://app.example.com (scheme, host and optional port only)',
+        )
+        .transform((list) => list.map((o) => o.replace(/\/$/, ''))),
+    ),
+    TRUST_PROXY: bool(false),
+    JOBS: bool(true),
+    LOG_LEVEL: z.preprocess(
+      emptyToUndefined,
+      z
+        .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+          message: 'must be one of fatal, error, warn, info, debug, trace, silent',
+        })
+        .default('info'),
+    ),
+    POLYMARKET_DATA_API_URL: httpUrl('POLYMARKET_DATA_API_URL').default('https://data-api.polymarket.com'),
+    POLYMARKET_GAMMA_API_URL: httpUrl('POLYMARKET_GAMMA_API_URL').default('https://gamma-api.polymarket.com'),
+    POLYMARKET_CLOB_API_URL: httpUrl('POLYMARKET_CLOB_API_URL').default('https://clob.polymarket.com'),
+    KALSHI_API_URL: httpUrl('KALSHI_API_URL').default('https://api.elections.kalshi.com/trade-api/v2'),
+    IDP_USERINFO_URL: httpUrl('IDP_USERINFO_URL').optional(),
+    IDP_JWKS_URL: httpUrl('IDP_JWKS_URL').optional(),
+    IDP_ISSUER: optionalString,
+    IDP_AUDIENCE: optionalString,
+    PUSH_API_URL: httpUrl('PUSH_API_URL').default('https://exp.host'),
+    PUSH_ACCESS_TOKEN: optionalString,
+    MESSENGER_API_URL: httpUrl('MESSENGER_API_URL').default('https://api.telegram.org'),
+    MESSENGER_BOT_TOKEN: optionalString,
+    MESSENGER_WEBHOOK_SECRET: z.preprocess(
+      emptyToUndefined,
+      z
+        .string()
+        .regex(/^[A-Za-z0-9_-]{1,256}$/, 'must be 1-256 characters of A-Z a-z 0-9 _ - (Telegram secret_token rule)')
+        .optional(),
+    ),
+    MESSENGER_BOT_USERNAME: optionalString,
+    INTERNAL_API_TOKEN: z.preprocess(
+      emptyToUndefined,
+      z.string().min(16, 'INTERNAL_API_TOKEN must be at least 16 characters').optional(),
+    ),
+    SHUTDOWN_TIMEOUT_MS: z.preprocess(
+      emptyToUndefined,
+      z.coerce.number({ message: 'must be a number' }).int().min(100, 'must be at least 100').default(10_000),
+    ),
+  })
+  .superRefine((env, ctx) => {
+    if (env.NODE_ENV === 'production') {
+      if (!env.JWT_SECRET) {
+        ctx.addIssue({ code: 'custom', path: ['JWT_SECRET'], message: 'is required when NODE_ENV=production' });
+      }
+      if (env.CORS_ORIGINS.some((o) => o.startsWith('http://') && !/^http:\/\/(localhost|127\.0\.0\.1)(:|$)/.test(o))) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['CORS_ORIGINS'],
+          message: 'must list only https:// origins when NODE_ENV=production (cookies are SameSite=None; Secure)',
+        });
+      }
+    }
+    if (env.JWT_SECRET && env.JWT_SECRET_PREVIOUS && env.JWT_SECRET === env.JWT_SECRET_PREVIOUS) {
+      ctx.addIssue({ code: 'custom', path: ['JWT_SECRET_PREVIOUS'], message: 'must differ from JWT_SECRET' });
+    }
+  });
+
+type Env = z.output<typeof EnvSchema>;
+
+export type Config = Readonly<
+  Omit<Env, 'JWT_SECRET'> & {
+    JWT_SECRET: string;
+    /** true when JWT_SECRET was generated for this process (development only). */
+    jwtSecretGenerated: boolean;
+    isProduction: boolean;
+    /** 'postgres' for postgres:// URLs, 'pglite' for pglite:<dir|memory>. */
+    databaseKind: 'postgres' | 'pglite';
+  }
+>;
+
+export class ConfigError extends Error {
+  constructor(public readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses an environment object (never process.env directly) into a frozen Config. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const name = issue.path.join('.') || 'environment';
+      const msg = issue.message.startsWith(name) ? issue.message.slice(name.length).trim() : issue.message;
+      const shown = env[name];
+      const value = shown === undefined || /SECRET|TOKEN/.test(name) ? '' : ` (got "${String(shown).slice(0, 60)}")`;
+      return `${name}: ${msg}${value}`;
+    });
+    throw new ConfigError(problems);
+  }
+  const e = parsed.data;
+  const jwtSecretGenerated = !e.JWT_SECRET;
+  return Object.freeze({
+    ...e,
+    JWT_SECRET: e.JWT_SECRET ?? randomBytes(48).toString('base64url'),
+    IDP_ISSUER: e.IDP_ISSUER ?? e.IDP_USERINFO_URL,
+    jwtSecretGenerated,
+    isProduction: e.NODE_ENV === 'production',
+    databaseKind: e.DATABASE_URL.startsWith('pglite:') ? 'pglite' : 'postgres',
+  });
+}
+
+/** A config for tests and tools: defaults plus overrides, no process.env. */
+export function testConfig(overrides: Record<string, string | undefined> = {}): Config {
+  return loadConfig({ NODE_ENV: 'test', DATABASE_URL: 'pglite:memory', JOBS: 'off', LOG_LEVEL: 'silent', ...overrides });
+}

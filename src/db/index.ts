@@ -1,0 +1,170 @@
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { sql, type SQL } from 'drizzle-orm';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import * as schema from '../../drizzle/index.js';
+import { acquireDirLock } from './dir-lock.js';
+
+export type Schema = typeof schema;
+/** One database type for both drivers: postgres-js (real PostgreSQL) and PGlite (embedded). */
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+/** A transaction handle has the same query API as Db. */
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+export type DbOrTx = Db | Tx;
+
+export interface DbHandle {
+  db: Db;
+  kind: 'postgres' | 'pglite';
+  /** Raw statements with driver-neutral row results. */
+  rows<T = Record<string, unknown>>(query: SQL, on?: DbOrTx): Promise<T[]>;
+  /**
+   * Runs fn while holding the session-level PostgreSQL advisory lock `key`.
+   * `wait: false` returns { acquired: false } at once when another session holds it.
+   */
+  withAdvisoryLock<T>(key: bigint, fn: () => Promise<T>, opts?: { wait?: boolean; timeoutMs?: number }): Promise<{ acquired: true; value: T } | { acquired: false }>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Finds the migrations folder from src/ (tsx) or dist/src/ (compiled). */
+export function migrationsFolder(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++) {
+    const candidate = join(dir, 'migrations');
+    if (existsSync(join(candidate, 'meta', '_journal.json'))) return candidate;
+    dir = dirname(dir);
+  }
+  throw new Error('migrations folder not found');
+}
+
+function normalizeRows<T>(result: unknown): T[] {
+  if (Array.isArray(result)) return result as T[];
+  const r = result as { rows?: T[] };
+  return r.rows ?? [];
+}
+
+export async function createDb(
+  databaseUrl: string,
+  opts: { max?: number; onNotice?: (msg: string) => void; applicationName?: string } = {},
+): Promise<DbHandle> {
+  if (databaseUrl.startsWith('pglite:')) return createPglite(databaseUrl.slice('pglite:'.length));
+  return createPostgres(databaseUrl, opts);
+}
+
+async function createPostgres(url: string, opts: { max?: number; applicationName?: string }): Promise<DbHandle> {
+  const { default: postgres } = await import('postgres');
+  const { drizzle } = await import('drizzle-orm/postgres-js');
+  const client = postgres(url, {
+    max: opts.max ?? 10,
+    idle_timeout: 30,
+    connect_timeout: 5,
+    // Keep the pool's notices out of stdout; a NOTICE is not an error.
+    onnotice: () => {},
+    connection: { application_name: opts.applicationName ?? 'predict-backend' },
+  });
+  const db = drizzle(client, { schema }) as unknown as Db;
+
+  return {
+    db,
+    kind: 'postgres',
+    async rows<T>(query: SQL, on: DbOrTx = db) {
+      return normalizeRows<T>(await on.execute(query));
+    },
+    async withAdvisoryLock(key, fn, { wait = false, timeoutMs = 30_000 } = {}) {
+      // A reserved connection keeps the session-level lock and its unlock on one backend.
+      const conn = await client.reserve();
+      try {
+        const deadline = Date.now() + timeoutMs;
+        for (;;) {
+          const [row] = await conn`select pg_try_advisory_lock(${key.toString()}::bigint) as ok`;
+          if (row.ok) break;
+          if (!wait || Date.now() > deadline) return { acquired: false };
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        try {
+          return { acquired: true, value: await fn() };
+        } finally {
+          await conn`select pg_advisory_unlock(${key.toString()}::bigint)`.catch(() => {});
+        }
+      } finally {
+        conn.release();
+      }
+    },
+    async ping() {
+      await client`select 1`;
+    },
+    async close() {
+      await client.end({ timeout: 5 });
+    },
+  };
+}
+
+async function createPglite(location: string): Promise<DbHandle> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { drizzle } = await import('drizzle-orm/pglite');
+  let release: (() => void) | undefined;
+  let pg: InstanceType<typeof PGlite>;
+  if (location === 'memory' || location === 'memory://') {
+    pg = new PGlite();
+  } else {
+    const dir = resolve(location);
+    await mkdir(dirname(dir), { recursive: true });
+    // PGlite has no data-directory lock of its own; two processes on one dir corrupt it.
+    release = acquireDirLock(dir);
+    pg = new PGlite(dir);
+  }
+  try {
+    await pg.waitReady;
+  } catch (err) {
+    release?.();
+    throw err;
+  }
+  const db = drizzle(pg, { schema }) as unknown as Db;
+  // One process owns a PGlite database, so an in-process lock table is exact.
+  const held = new Set<bigint>();
+
+  return {
+    db,
+    kind: 'pglite',
+    async rows<T>(query: SQL, on: DbOrTx = db) {
+      return normalizeRows<T>(await on.execute(query));
+    },
+    async withAdvisoryLock(key, fn, { wait = false, timeoutMs = 30_000 } = {}) {
+      const deadline = Date.now() + timeoutMs;
+      while (held.has(key)) {
+        if (!wait || Date.now() > deadline) return { acquired: false };
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      held.add(key);
+      try {
+        return { acquired: true, value: await fn() };
+      } finally {
+        held.delete(key);
+      }
+    },
+    async ping() {
+      await pg.query('select 1');
+    },
+    async close() {
+      try {
+        await pg.close();
+      } finally {
+        release?.();
+      }
+    },
+  };
+}
+
+/** Stable 63-bit advisory-lock key for a name (FNV-1a, folded into the signed bigint range). */
+export function lockKey(name: string): bigint {
+  let h = 0xcbf29ce484222325n;
+  for (const ch of Buffer.from(name, 'utf8')) {
+    h ^= BigInt(ch);
+    h = (h * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  return h & 0x7fffffffffffffffn;
+}
+
+export { sql };

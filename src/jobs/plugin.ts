@@ -1,0 +1,147 @@
+import fp from 'fastify-plugin';
+import cron, { type ScheduledTask } from 'node-cron';
+import { desc, eq, and, lt, sql } from 'drizzle-orm';
+import { jobRuns } from '../../drizzle/index.js';
+import { lockKey } from '../db/index.js';
+import type { JobDefinition, JobDeps, JobHooks, JobOutcome } from './types.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    jobs: {
+      names(): string[];
+      /** Runs a job now (waits for another instance's run to finish first) and records it in job_runs. */
+      run(name: string): Promise<JobOutcome>;
+      hooks: JobHooks;
+      deps(): JobDeps;
+    };
+  }
+}
+
+const RETENTION_DAYS = 14;
+
+export interface JobsOptions {
+  definitions: JobDefinition[];
+}
+
+/**
+ * node-cron in the same process. Each run holds a PostgreSQL advisory lock so
+ * one instance runs it per cycle; a cycle that finds the lock taken is
+ * skipped; runs never overlap; every run is recorded in job_runs. With
+ * JOBS=off nothing is scheduled, and the run-now endpoint still works.
+ */
+export const jobsPlugin = fp<JobsOptions>(
+  async (app, opts) => {
+    const defs = new Map(opts.definitions.map((d) => [d.name, d]));
+    const hooks: JobHooks = { onPricesChanged: [] };
+    const running = new Set<Promise<unknown>>();
+    const tasks: ScheduledTask[] = [];
+    let closing = false;
+
+    const deps = (): JobDeps => ({
+      db: app.db,
+      dbh: app.dbh,
+      config: app.config,
+      log: app.log,
+      publish: app.publish,
+      clock: app.clock,
+      redis: app.redisClient,
+      hooks,
+    });
+
+    async function execute(def: JobDefinition, wait: boolean): Promise<JobOutcome | undefined> {
+      const log = app.log.child({ job: def.name });
+      const locked = await app.dbh.withAdvisoryLock(
+        lockKey(`job:${def.name}`),
+        async () => {
+          const started = app.clock();
+          const [row] = await app.db
+            .insert(jobRuns)
+            .values({ name: def.name, instanceId: app.instanceId, startedAt: started })
+            .returning({ id: jobRuns.id });
+          let outcome: JobOutcome;
+          try {
+            const { items } = await def.run(deps());
+            outcome = { name: def.name, ok: true, startedAt: started.toISOString(), finishedAt: app.clock().toISOString(), items };
+            log.info({ items, ms: Date.now() - started.getTime() }, 'job finished');
+          } catch (err) {
+            const message = err instanceof Error ? err.message : String(err);
+            outcome = { name: def.name, ok: false, startedAt: started.toISOString(), finishedAt: app.clock().toISOString(), items: 0, error: message.slice(0, 500) };
+            log.error({ err }, 'job failed');
+          }
+          await app.db
+            .update(jobRuns)
+            .set({ finishedAt: new Date(outcome.finishedAt), ok: outcome.ok, items: outcome.items, error: outcome.error ?? null })
+            .where(eq(jobRuns.id, row.id));
+          await app.db
+            .delete(jobRuns)
+            .where(and(eq(jobRuns.name, def.name), lt(jobRuns.startedAt, sql`now() - make_interval(days => ${RETENTION_DAYS})`)));
+          return outcome;
+        },
+        { wait, timeoutMs: 120_000 },
+      );
+      if (!locked.acquired) {
+        if (wait) throw new Error(`${def.name} is still running elsewhere; try again later`);
+        log.debug('skipped: another instance holds the lock');
+        return undefined;
+      }
+      return locked.value;
+    }
+
+    function track<T>(p: Promise<T>): Promise<T> {
+      running.add(p);
+      p.finally(() => running.delete(p)).catch(() => {});
+      return p;
+    }
+
+    app.decorate('jobs', {
+      names: () => [...defs.keys()],
+      hooks,
+      deps,
+      async run(name: string) {
+        const def = defs.get(name);
+        if (!def) throw new Error(`unknown job ${name}`);
+        const outcome = await track(execute(def, true));
+        return outcome!;
+      },
+    });
+
+    if (app.config.JOBS) {
+      app.addHook('onReady', async () => {
+        for (const def of defs.values()) {
+          const tick = () => {
+            if (closing) return;
+            track(execute(def, false)).catch((err) => app.log.error({ err, job: def.name }, 'job crashed'));
+          };
+          tasks.push(cron.schedule(def.schedule, tick, { name: def.name, noOverlap: true }));
+          tick(); // decisions.md §9: each runs once at start
+        }
+      });
+    }
+
+    app.addHook('preClose', async () => {
+      closing = true;
+      for (const t of tasks) await t.destroy();
+    });
+    app.addHook('onClose', async () => {
+      await Promise.allSettled([...running]);
+    });
+  },
+  { name: 'jobs', fastify: '5.x', dependencies: ['infra'] },
+);
+
+export async function lastRuns(app: { db: JobDeps['db'] }, names: string[]): Promise<JobOutcome[]> {
+  const out: JobOutcome[] = [];
+  for (const name of names) {
+    const [r] = await app.db.select().from(jobRuns).where(eq(jobRuns.name, name)).orderBy(desc(jobRuns.startedAt)).limit(1);
+    if (!r) continue;
+    out.push({
+      name: r.name,
+      ok: r.ok ?? false,
+      startedAt: r.startedAt.toISOString(),
+      finishedAt: (r.finishedAt ?? r.startedAt).toISOString(),
+      items: r.items,
+      ...(r.error ? { error: r.error } : r.finishedAt ? {} : { error: 'running' }),
+    });
+  }
+  return out;
+}

@@ -1,0 +1,135 @@
+import { timingSafeEqual, createHash } from 'node:crypto';
+import fp from 'fastify-plugin';
+import fastifyCookie from '@fastify/cookie';
+import fastifyJwt from '@fastify/jwt';
+import type { FastifyRequest } from 'fastify';
+import { AppError, unauthorized } from '../errors.js';
+
+export type Chain = 'solana' | 'evm';
+
+/** What handlers see as the current user (seed §2 "JWT payloads"). */
+export interface AuthUser {
+  id: string;
+  walletAddress: string;
+  chain: Chain;
+}
+
+interface AccessClaims {
+  sub: string;
+  walletAddress: string;
+  chain: Chain;
+  iat?: number;
+  exp?: number;
+}
+
+declare module '@fastify/jwt' {
+  interface FastifyJWT {
+    payload: { sub: string; walletAddress: string; chain: Chain };
+    user: AuthUser;
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route needs no bearer token (seed: "Public"). */
+    public?: boolean;
+    /** The route is for the platform's other services: `Authorization: Bearer <INTERNAL_API_TOKEN>`. */
+    internal?: boolean;
+  }
+  interface FastifyInstance {
+    /** Verifies an access token (HS256 pinned; JWT_SECRET, then JWT_SECRET_PREVIOUS). Throws 401 AppError. */
+    verifyAccessToken(token: string): AuthUser & { exp: number };
+    /** Signs a 15-minute access token for a user. */
+    signAccessToken(user: AuthUser): string;
+  }
+}
+
+export const ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
+
+function bearerToken(request: FastifyRequest): string | undefined {
+  const h = request.headers.authorization;
+  if (typeof h !== 'string') return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+  return m ? m[1] : undefined;
+}
+
+function safeEqual(a: string, b: string): boolean {
+  // Hash both sides so lengths match and timing reveals nothing about either.
+  const ha = createHash('sha256').update(a).digest();
+  const hb = createHash('sha256').update(b).digest();
+  return timingSafeEqual(ha, hb);
+}
+
+/**
+ * Bearer JWT on every route by default (seed §5.1); `config: { public: true }`
+ * opts out; `config: { internal: true }` requires INTERNAL_API_TOKEN instead.
+ */
+export const authPlugin = fp(
+  async (app) => {
+    const { config } = app;
+    await app.register(fastifyCookie);
+    await app.register(fastifyJwt, {
+      secret: config.JWT_SECRET,
+      sign: { algorithm: 'HS256', expiresIn: ACCESS_TOKEN_TTL_SECONDS },
+      verify: { algorithms: ['HS256'] },
+    });
+    if (config.JWT_SECRET_PREVIOUS) {
+      await app.register(fastifyJwt, {
+        secret: config.JWT_SECRET_PREVIOUS,
+        namespace: 'previous',
+        verify: { algorithms: ['HS256'] },
+      });
+    }
+
+    const verifiers = [(t: string) => app.jwt.verify<AccessClaims>(t)];
+    if (config.JWT_SECRET_PREVIOUS) {
+      const prev = (app.jwt as unknown as { previous: { verify: <T>(t: string) => T } }).previous;
+      verifiers.push((t: string) => prev.verify<AccessClaims>(t));
+    }
+
+    app.decorate('verifyAccessToken', (token: string) => {
+      for (const verify of verifiers) {
+        let claims: AccessClaims;
+        try {
+          claims = verify(token);
+        } catch (err) {
+          const code = (err as { code?: string }).code;
+          if (code === 'FAST_JWT_EXPIRED') throw unauthorized('The access token has expired');
+          continue; // maybe signed with the previous key
+        }
+        if (
+          typeof claims.sub !== 'string' ||
+          typeof claims.walletAddress !== 'string' ||
+          (claims.chain !== 'solana' && claims.chain !== 'evm') ||
+          typeof claims.exp !== 'number'
+        ) {
+          throw unauthorized('The access token is malformed');
+        }
+        return { id: claims.sub, walletAddress: claims.walletAddress, chain: claims.chain, exp: claims.exp };
+      }
+      throw unauthorized('The access token is invalid');
+    });
+
+    app.decorate('signAccessToken', (user: AuthUser) =>
+      app.jwt.sign({ sub: user.id, walletAddress: user.walletAddress, chain: user.chain }),
+    );
+
+    app.addHook('onRequest', async (request) => {
+      if (request.is404) return;
+      const cfg = request.routeOptions.config;
+      if (cfg.internal) {
+        const expected = config.INTERNAL_API_TOKEN;
+        const token = bearerToken(request);
+        if (!expected) throw new AppError(404, 'NOT_FOUND', 'Not found');
+        if (!token || !safeEqual(token, expected)) throw unauthorized('A valid internal API token is required');
+        return;
+      }
+      if (cfg.public) return;
+      const token = bearerToken(request);
+      if (!token) throw unauthorized('A bearer access token is required');
+      const user = app.verifyAccessToken(token);
+      request.user = { id: user.id, walletAddress: user.walletAddress, chain: user.chain };
+    });
+  },
+  { name: 'auth', fastify: '5.x', dependencies: ['infra'] },
+);

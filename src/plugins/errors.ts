@@ -1,0 +1,122 @@
+import fp from 'fastify-plugin';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import { AppError, problem, type FieldError, type Problem } from '../errors.js';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
+
+export function sendProblem(reply: FastifyReply, body: Problem, headers: Record<string, string | number> = {}) {
+  for (const [k, v] of Object.entries(headers)) reply.header(k, v);
+  // Sent as a string: route response schemas must not reshape an error body.
+  return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).serializer((p: unknown) => JSON.stringify(p)).send(body);
+}
+
+/** Connection-level failures of PostgreSQL or Redis: the request gets 503, not 500. */
+export function isUnavailableError(err: unknown): boolean {
+  const seen = new Set<unknown>();
+  let e: unknown = err;
+  while (e && typeof e === 'object' && !seen.has(e)) {
+    seen.add(e);
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') {
+      if (
+        [
+          'ECONNREFUSED',
+          'ECONNRESET',
+          'ETIMEDOUT',
+          'EPIPE',
+          'ENOTFOUND',
+          'EHOSTUNREACH',
+          'CONNECTION_CLOSED',
+          'CONNECTION_ENDED',
+          'CONNECTION_DESTROYED',
+          'CONNECT_TIMEOUT',
+          'NOT_TAGGED_CALL',
+        ].includes(code)
+      )
+        return true;
+      // SQLSTATE class 08 (connection exception), 57P01-57P03 (admin shutdown, crash, cannot connect now), 53300 (too many connections)
+      if (/^08/.test(code) || /^57P0[1-3]$/.test(code) || code === '53300') return true;
+    }
+    const msg = (e as { message?: unknown }).message;
+    if (typeof msg === 'string' && /Connection is closed|Stream isn't writeable|enableOfflineQueue/.test(msg)) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+function zodErrors(err: { validation: Array<{ instancePath?: string; message?: string; params?: unknown }>; validationContext?: string }): FieldError[] {
+  return err.validation.map((v) => {
+    const path = (v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+    return { path: path || err.validationContext || 'body', message: v.message ?? 'Invalid value' };
+  });
+}
+
+function fastifyClientError(err: FastifyError): { status: number; code: string; detail: string } | undefined {
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, code: 'PAYLOAD_TOO_LARGE', detail: 'The request body is too large' };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', detail: 'Send the body as application/json' };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { status: 400, code: 'VALIDATION_ERROR', detail: 'The JSON body is empty' };
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return { status: 400, code: 'VALIDATION_ERROR', detail: 'The body is not valid JSON' };
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { status: 400, code: 'VALIDATION_ERROR', detail: 'Content-Length does not match the body' };
+    default:
+      break;
+  }
+  if (err instanceof SyntaxError || (err.statusCode === 400 && /JSON/i.test(err.message))) {
+    return { status: 400, code: 'VALIDATION_ERROR', detail: 'The body is not valid JSON' };
+  }
+  const s = err.statusCode;
+  if (typeof s === 'number' && s >= 400 && s < 500) {
+    const code = s === 404 ? 'NOT_FOUND' : s === 405 ? 'METHOD_NOT_ALLOWED' : s === 413 ? 'PAYLOAD_TOO_LARGE' : s === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : s === 429 ? 'RATE_LIMITED' : s === 401 ? 'UNAUTHORIZED' : 'VALIDATION_ERROR';
+    return { status: s, code, detail: s === 400 ? 'The request is not valid' : err.message };
+  }
+  return undefined;
+}
+
+/**
+ * One place turns every error into RFC 9457 problem+json (decisions.md §2):
+ * AppError, Zod validation, Fastify's own client errors, rate-limit errors,
+ * database/Redis outages (503); anything else is logged and becomes a 500
+ * whose body reveals nothing.
+ */
+export const errorsPlugin = fp(
+  async (app) => {
+    app.setErrorHandler((err: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) => {
+      if (err instanceof AppError) {
+        if (err.status >= 500) request.log.warn({ err }, 'request failed: %s', err.code);
+        return sendProblem(reply, problem(err.status, err.code, err.message, err.extra.errors), err.extra.headers);
+      }
+      if (hasZodFastifySchemaValidationErrors(err)) {
+        const errors = zodErrors(err as never);
+        return sendProblem(reply, problem(400, 'VALIDATION_ERROR', 'The request is not valid: ' + errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors));
+      }
+      const fe = err as FastifyError;
+      if (fe.validation) {
+        const errors = zodErrors(fe as never);
+        return sendProblem(reply, problem(400, 'VALIDATION_ERROR', 'The request is not valid', errors));
+      }
+      if (isResponseSerializationError(err)) {
+        request.log.error({ err, issues: err.cause?.issues }, 'response did not match its schema');
+        return sendProblem(reply, problem(500, 'INTERNAL_ERROR', 'An unexpected error occurred'));
+      }
+      const client = fastifyClientError(fe);
+      if (client) return sendProblem(reply, problem(client.status, client.code, client.detail));
+      if (isUnavailableError(err)) {
+        request.log.warn({ err }, 'dependency unavailable');
+        return sendProblem(reply, problem(503, 'UNAVAILABLE', 'A required service is unavailable, try again shortly'), { 'retry-after': 5 });
+      }
+      request.log.error({ err }, 'unhandled error');
+      return sendProblem(reply, problem(500, 'INTERNAL_ERROR', 'An unexpected error occurred'));
+    });
+
+    app.setNotFoundHandler((request, reply) =>
+      sendProblem(reply, problem(404, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0].slice(0, 200)}`)),
+    );
+  },
+  { name: 'errors', fastify: '5.x' },
+);

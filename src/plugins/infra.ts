@@ -1,0 +1,126 @@
+import { EventEmitter } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import fp from 'fastify-plugin';
+import fastifyRedis from '@fastify/redis';
+import { Redis } from 'ioredis';
+import type { Config } from '../config.js';
+import { createDb, type Db, type DbHandle } from '../db/index.js';
+import { runMigrations } from '../db/migrate.js';
+import {
+  FallbackSlidingWindow,
+  MemorySlidingWindow,
+  RedisSlidingWindow,
+  type SlidingWindow,
+} from '../lib/sliding-window.js';
+
+export type PublishFn = (channel: string, event: string, payload: unknown) => void;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config;
+    dbh: DbHandle;
+    db: Db;
+    /** Set only when REDIS_URL is configured (the same client @fastify/redis exposes as `redis`). */
+    redisClient: Redis | undefined;
+    /** true while the Redis connection is usable. */
+    redisReady(): boolean;
+    /** Prefix of every Redis key this app writes (tests isolate runs with it). */
+    keyPrefix: string;
+    instanceId: string;
+    limiter: SlidingWindow;
+    clock: () => Date;
+    /**
+     * The one way domains reach live clients: publish(channel, event, payload).
+     * The realtime plugin forwards it to Socket.IO rooms (across instances with Redis).
+     */
+    publish: PublishFn;
+    /** In-process bus behind publish(); the realtime plugin and tests listen on it. */
+    bus: EventEmitter;
+  }
+}
+
+export interface InfraOptions {
+  config: Config;
+  db?: DbHandle;
+  redis?: Redis;
+  keyPrefix?: string;
+  clock?: () => Date;
+  migrate?: boolean;
+}
+
+/**
+ * Database, Redis and the shared stores. Whoever opens a resource closes it:
+ * connections this plugin opens are closed in onClose; ones handed in by a
+ * caller (tests sharing one database) are left to the caller.
+ */
+export const infraPlugin = fp<InfraOptions>(
+  async (app, opts) => {
+    const { config } = opts;
+    app.decorate('config', config);
+    app.decorate('instanceId', randomUUID());
+    app.decorate('clock', opts.clock ?? (() => new Date()));
+    app.decorate('keyPrefix', opts.keyPrefix ?? 'pb:');
+
+    const dbh = opts.db ?? (await createDb(config.DATABASE_URL));
+    if (!opts.db) app.addHook('onClose', async () => dbh.close());
+    if (opts.migrate !== false) await runMigrations(dbh);
+    app.decorate('dbh', dbh);
+    app.decorate('db', dbh.db);
+
+    let redis: Redis | undefined = opts.redis;
+    if (!redis && config.REDIS_URL) {
+      redis = new Redis(config.REDIS_URL, {
+        // Fail fast while disconnected so callers fall back instead of queueing.
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 1,
+        connectTimeout: 3_000,
+        retryStrategy: (times) => Math.min(times * 200, 2_000),
+        lazyConnect: true,
+      });
+      let warned = false;
+      redis.on('error', (err) => {
+        if (!warned) app.log.warn({ err: { message: err.message } }, 'Redis connection error');
+        warned = true;
+      });
+      redis.on('ready', () => {
+        warned = false;
+      });
+      try {
+        await redis.connect();
+      } catch (err) {
+        app.log.warn({ err }, 'Redis is not reachable at start; in-process stores answer until it is');
+      }
+      const owned = redis;
+      app.addHook('onClose', async () => {
+        owned.disconnect();
+      });
+    }
+    if (redis && redis.status === 'ready') {
+      await app.register(fastifyRedis, { client: redis, closeClient: false });
+    } else if (redis) {
+      // Started while Redis was down: @fastify/redis would block start-up until it answers.
+      app.decorate('redis', redis as never);
+    }
+    app.decorate('redisClient', redis);
+    const r = redis;
+    app.decorate('redisReady', () => r?.status === 'ready');
+
+    const memory = new MemorySlidingWindow();
+    app.addHook('onClose', async () => memory.close());
+    const limiter = new FallbackSlidingWindow(
+      r ? new RedisSlidingWindow(r, `${app.keyPrefix}rl:`) : undefined,
+      memory,
+      app.log,
+      () => r?.status === 'ready',
+    );
+    app.decorate('limiter', limiter);
+
+    const bus = new EventEmitter();
+    bus.setMaxListeners(0);
+    app.decorate('bus', bus);
+    app.decorate('publish', ((channel, event, payload) => {
+      bus.emit('publish', { channel, event, payload });
+    }) as PublishFn);
+  },
+  { name: 'infra', fastify: '5.x' },
+);

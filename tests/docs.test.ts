@@ -1,0 +1,40 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { buildTestApp, type TestApp } from './helpers/app.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await buildTestApp({ INTERNAL_API_TOKEN: 'internal-token-internal-token' });
+});
+afterAll(async () => t?.close());
+
+describe('OpenAPI', () => {
+  it('/docs/json is a valid OpenAPI 3.1 document', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/docs/json' });
+    expect(res.statusCode).toBe(200);
+    const doc = res.json();
+    expect(doc.openapi).toBe('3.1.0');
+    const validator = new Validator();
+    const result = await validator.validate(doc);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(validator.version).toBe('3.1');
+  });
+
+  it('marks public routes with an empty security list and documents operations', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json();
+    expect(doc.paths['/health/ready'].get.security).toEqual([]);
+    expect(doc.paths['/health/ready'].get.operationId).toBe('healthReady');
+    expect(doc.paths['/api/v1/internal/jobs/{name}'].post.security).toEqual([{ internalToken: [] }]);
+    expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
+  });
+
+  it('/docs renders the interactive reference without a token', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/docs/' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/text\/html/);
+    expect(res.body).toMatch(/swagger/i);
+    const js = await t.app.inject({ method: 'GET', url: '/docs/static/swagger-ui-bundle.js' });
+    expect(js.statusCode).toBe(200);
+  });
+});

@@ -1,0 +1,168 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { createSigner } from 'fast-jwt';
+import { buildTestApp, type TestApp } from './helpers/app.js';
+import { AppError } from '../src/errors.js';
+
+const SECRET = 'test-secret-test-secret-test-secret-0123456789';
+const PREVIOUS = 'previous-secret-previous-secret-previous-0000';
+
+function testRoutes(app: FastifyInstance) {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+  r.get('/api/v1/test/me', { schema: { response: { 200: z.object({ id: z.string(), walletAddress: z.string(), chain: z.string() }) } } }, async (req) => req.user);
+  r.post(
+    '/api/v1/test/echo',
+    {
+      config: { public: true },
+      schema: {
+        body: z.object({ name: z.string().min(1), limit: z.number().int().min(1).max(100), kind: z.enum(['a', 'b']) }),
+      },
+    },
+    async (req) => req.body,
+  );
+  r.get('/api/v1/test/boom', { config: { public: true } }, async () => {
+    throw new Error('relation "secret_table" does not exist at /srv/app.ts:12');
+  });
+  r.get('/api/v1/test/db-down', { config: { public: true } }, async () => {
+    throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+  });
+  r.get('/api/v1/test/app-error', { config: { public: true } }, async () => {
+    throw new AppError(409, 'ALERT_LIMIT', 'You already have 100 active alerts');
+  });
+}
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await buildTestApp({ JWT_SECRET_PREVIOUS: PREVIOUS, CORS_ORIGINS: 'https://app.example.com' }, { extend: testRoutes });
+});
+afterAll(async () => t?.close());
+
+function expectProblem(res: { statusCode: number; headers: Record<string, unknown>; json(): any }, status: number, code: string) {
+  expect(res.statusCode).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  const body = res.json();
+  expect(body).toMatchObject({ type: 'about:blank', status, code });
+  expect(typeof body.title).toBe('string');
+  return body;
+}
+
+describe('problem+json for every error (decisions.md §2)', () => {
+  it('unknown route → 404 NOT_FOUND', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/nowhere' });
+    expectProblem(res, 404, 'NOT_FOUND');
+    const res2 = await t.app.inject({ method: 'DELETE', url: '/totally/unknown?x=1' });
+    expectProblem(res2, 404, 'NOT_FOUND');
+  });
+
+  it('malformed JSON → 400 VALIDATION_ERROR', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/test/echo',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"name": "x", ',
+    });
+    expectProblem(res, 400, 'VALIDATION_ERROR');
+  });
+
+  it('schema failure lists each bad field', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/test/echo', payload: { name: '', limit: 500, kind: 'z' } });
+    const body = expectProblem(res, 400, 'VALIDATION_ERROR');
+    const paths = body.errors.map((e: { path: string }) => e.path).sort();
+    expect(paths).toEqual(['kind', 'limit', 'name']);
+    for (const e of body.errors) expect(e.message.length).toBeGreaterThan(0);
+  });
+
+  it('body over 64 KiB → 413 PAYLOAD_TOO_LARGE', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/test/echo',
+      payload: { name: 'x'.repeat(70 * 1024), limit: 1, kind: 'a' },
+    });
+    expectProblem(res, 413, 'PAYLOAD_TOO_LARGE');
+  });
+
+  it('a body that is not JSON → 415', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/api/v1/test/echo', headers: { 'content-type': 'text/xml' }, payload: '<a/>' });
+    expect(res.statusCode).toBe(415);
+    expect(res.headers['content-type']).toMatch(/problem\+json/);
+  });
+
+  it('an unexpected error → 500 that hides internals', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/test/boom' });
+    const body = expectProblem(res, 500, 'INTERNAL_ERROR');
+    expect(JSON.stringify(body)).not.toMatch(/secret_table|srv|stack/);
+  });
+
+  it('a database connection failure → 503 UNAVAILABLE with Retry-After', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/test/db-down' });
+    const body = expectProblem(res, 503, 'UNAVAILABLE');
+    expect(res.headers['retry-after']).toBe('5');
+    expect(JSON.stringify(body)).not.toContain('5432');
+  });
+
+  it('AppError renders its status and code', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/test/app-error' });
+    expect(expectProblem(res, 409, 'ALERT_LIMIT').detail).toBe('You already have 100 active alerts');
+  });
+});
+
+describe('bearer JWT by default', () => {
+  const user = { id: '00000000-0000-4000-8000-000000000001', walletAddress: 'So1ana111', chain: 'solana' as const };
+
+  it('a bearer route without a token → 401 UNAUTHORIZED', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/test/me' });
+    expectProblem(res, 401, 'UNAUTHORIZED');
+  });
+
+  it('a valid token reaches the handler as { id, walletAddress, chain }', async () => {
+    const token = t.app.signAccessToken(user);
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/test/me', headers: { authorization: `Bearer ${token}` } });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual(user);
+  });
+
+  it('accepts JWT_SECRET_PREVIOUS during rotation', async () => {
+    const sign = createSigner({ key: PREVIOUS, algorithm: 'HS256', expiresIn: 60_000 });
+    const token = sign({ sub: user.id, walletAddress: user.walletAddress, chain: user.chain });
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/test/me', headers: { authorization: `Bearer ${token}` } });
+    expect(res.statusCode).toBe(200);
+  });
+
+  it.each([
+    ['garbage', 'not.a.jwt'],
+    ['wrong key', createSigner({ key: 'z'.repeat(40), algorithm: 'HS256' })({ sub: 'u', walletAddress: 'w', chain: 'evm' })],
+    ['expired', createSigner({ key: SECRET, algorithm: 'HS256', clockTimestamp: Date.now() - 3_600_000, expiresIn: 60_000 })({ sub: 'u', walletAddress: 'w', chain: 'evm' })],
+    ['alg none', `${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${Buffer.from('{"sub":"u","walletAddress":"w","chain":"evm"}').toString('base64url')}.`],
+    ['HS512 with the right key', createSigner({ key: SECRET, algorithm: 'HS512', expiresIn: 60_000 })({ sub: 'u', walletAddress: 'w', chain: 'evm' })],
+    ['claims missing', createSigner({ key: SECRET, algorithm: 'HS256', expiresIn: 60_000 })({ foo: 1 })],
+  ])('rejects a %s token with 401', async (_name, token) => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/test/me', headers: { authorization: `Bearer ${token}` } });
+    expectProblem(res, 401, 'UNAUTHORIZED');
+  });
+
+  it('a malformed Authorization header → 401', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/test/me', headers: { authorization: 'Basic abc' } });
+    expectProblem(res, 401, 'UNAUTHORIZED');
+  });
+});
+
+describe('headers', () => {
+  it('echoes a request id and sets security headers', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': 'abc-123' } });
+    expect(res.headers['x-request-id']).toBe('abc-123');
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
+    expect(res.headers['strict-transport-security']).toBeDefined();
+    const res2 = await t.app.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': 'bad id with spaces' } });
+    expect(res2.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('CORS allows listed origins with credentials and refuses others', async () => {
+    const ok = await t.app.inject({ method: 'OPTIONS', url: '/api/v1/test/me', headers: { origin: 'https://app.example.com', 'access-control-request-method': 'GET' } });
+    expect(ok.headers['access-control-allow-origin']).toBe('https://app.example.com');
+    expect(ok.headers['access-control-allow-credentials']).toBe('true');
+    const bad = await t.app.inject({ method: 'OPTIONS', url: '/api/v1/test/me', headers: { origin: 'https://evil.example.com', 'access-control-request-method': 'GET' } });
+    expect(bad.headers['access-control-allow-origin']).toBeUndefined();
+  });
+});
