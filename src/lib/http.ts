@@ -1,0 +1,120 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/**
+ * The small HTTP client every external adapter uses (venues, IdP, Expo,
+ * Telegram): a per-attempt timeout, retries with exponential backoff and
+ * jitter on network errors, 429 and 5xx (honouring Retry-After), and typed
+ * errors that never carry the response body into logs or API answers.
+ */
+export class UpstreamError extends Error {
+  constructor(
+    message: string,
+    /** HTTP status, or undefined for network errors and timeouts. */
+    public readonly status: number | undefined,
+    public readonly url: string,
+    /** The upstream's parsed JSON body on HTTP errors, for adapters that read error codes. */
+    public readonly body?: unknown,
+  ) {
+    super(message);
+    this.name = 'UpstreamError';
+  }
+}
+
+export interface RequestOptions {
+  method?: string;
+  headers?: Record<string, string>;
+  /** JSON body. */
+  json?: unknown;
+  /** Milliseconds per attempt. */
+  timeoutMs?: number;
+  /** Attempts in all (1 = no retry). */
+  attempts?: number;
+  /** First backoff in ms; doubles each retry, with jitter, capped at maxBackoffMs. */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+  /** Statuses that are retried besides 429 and 5xx. */
+  retryOn?: number[];
+  fetchImpl?: typeof fetch;
+}
+
+const DEFAULTS = { timeoutMs: 10_000, attempts: 3, backoffMs: 300, maxBackoffMs: 5_000 };
+
+function retryAfterMs(h: string | null): number | undefined {
+  if (!h) return undefined;
+  const s = Number(h);
+  if (Number.isFinite(s) && s >= 0) return s * 1000;
+  const d = Date.parse(h);
+  return Number.isFinite(d) ? Math.max(0, d - Date.now()) : undefined;
+}
+
+/** Requests `url` and returns the parsed JSON body; throws UpstreamError otherwise. */
+export async function requestJson<T = unknown>(url: string, opts: RequestOptions = {}): Promise<T> {
+  const o = { ...DEFAULTS, ...opts };
+  const doFetch = o.fetchImpl ?? fetch;
+  const headers: Record<string, string> = { accept: 'application/json', ...o.headers };
+  let body: string | undefined;
+  if (o.json !== undefined) {
+    body = JSON.stringify(o.json);
+    headers['content-type'] ??= 'application/json';
+  }
+  let lastError: UpstreamError | undefined;
+  for (let attempt = 1; attempt <= o.attempts; attempt++) {
+    let wait: number | undefined;
+    try {
+      const res = await doFetch(url, { method: o.method ?? 'GET', headers, body, signal: AbortSignal.timeout(o.timeoutMs) });
+      const text = await res.text();
+      if (res.ok) {
+        try {
+          return (text.length ? JSON.parse(text) : null) as T;
+        } catch {
+          throw new UpstreamError(`${hostOf(url)} answered ${res.status} with a body that is not JSON`, res.status, url);
+        }
+      }
+      let parsed: unknown;
+      try {
+        parsed = text.length ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      lastError = new UpstreamError(`${hostOf(url)} answered ${res.status}`, res.status, url, parsed);
+      const retryable = res.status === 429 || res.status >= 500 || (o.retryOn ?? []).includes(res.status);
+      if (!retryable) throw lastError;
+      wait = retryAfterMs(res.headers.get('retry-after'));
+    } catch (err) {
+      if (err instanceof UpstreamError) {
+        if (err !== lastError || !isRetryable(err, o.retryOn)) throw err;
+      } else {
+        const timedOut = (err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError';
+        lastError = new UpstreamError(
+          timedOut ? `${hostOf(url)} did not answer within ${o.timeoutMs} ms` : `${hostOf(url)} is unreachable`,
+          undefined,
+          url,
+        );
+      }
+    }
+    if (attempt < o.attempts) {
+      const backoff = Math.min(o.maxBackoffMs, o.backoffMs * 2 ** (attempt - 1));
+      await sleep(Math.min(o.maxBackoffMs, wait ?? backoff * (0.5 + Math.random() / 2)));
+    }
+  }
+  throw lastError!;
+}
+
+function isRetryable(err: UpstreamError, extra: number[] = []): boolean {
+  return err.status === undefined || err.status === 429 || err.status >= 500 || extra.includes(err.status);
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return 'upstream';
+  }
+}
+
+/** Joins a base URL (no trailing slash) with a path and query parameters. */
+export function buildUrl(base: string, path: string, query: Record<string, string | number | boolean | undefined> = {}): string {
+  const u = new URL(base + path);
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) u.searchParams.set(k, String(v));
+  return u.toString();
+}
