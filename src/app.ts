@@ -15,7 +15,7 @@ import { docsPlugin } from './plugins/docs.js';
 import { healthRoutes } from './domains/health/plugin.js';
 import { jobsPlugin } from './jobs/plugin.js';
 import { jobRoutes } from './jobs/routes.js';
-import { jobDefinitions } from './jobs/registry.js';
+import { jobDefinitions, priceChangeHooks } from './jobs/registry.js';
 import type { JobDefinition } from './jobs/types.js';
 
 export const BODY_LIMIT = 64 * 1024;
@@ -136,7 +136,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   // Domains
   await app.register(healthRoutes);
 
-  await app.register(jobsPlugin, { definitions: overrides.jobs ?? jobDefinitions });
+  await app.register(jobsPlugin, { definitions: overrides.jobs ?? jobDefinitions, onPricesChanged: priceChangeHooks });
   if (config.INTERNAL_API_TOKEN) {
     // decisions.md §6: the whole /api/v1/internal tree is 404 while the token is unset.
     await app.register(jobRoutes, { prefix: '/api/v1/internal' });

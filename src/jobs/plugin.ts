@@ -21,6 +21,8 @@ const RETENTION_DAYS = 14;
 
 export interface JobsOptions {
   definitions: JobDefinition[];
+  /** Functions run by price-sync with each cycle's changed prices (the price-alert check). */
+  onPricesChanged?: JobHooks['onPricesChanged'];
 }
 
 /**
@@ -32,7 +34,7 @@ export interface JobsOptions {
 export const jobsPlugin = fp<JobsOptions>(
   async (app, opts) => {
     const defs = new Map(opts.definitions.map((d) => [d.name, d]));
-    const hooks: JobHooks = { onPricesChanged: [] };
+    const hooks: JobHooks = { onPricesChanged: [...(opts.onPricesChanged ?? [])] };
     const running = new Set<Promise<unknown>>();
     const tasks: ScheduledTask[] = [];
     let closing = false;

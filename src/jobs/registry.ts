@@ -1,4 +1,4 @@
-import type { JobDefinition } from './types.js';
+import type { JobDefinition, JobHooks } from './types.js';
 
 /**
  * The cron table (decisions.md §9). Each domain adds its jobs here:
@@ -6,3 +6,6 @@ import type { JobDefinition } from './types.js';
  * leaderboard-enrich (30 min).
  */
 export const jobDefinitions: JobDefinition[] = [];
+
+/** Run by price-sync after each cycle with the prices that changed (the price-alert check). */
+export const priceChangeHooks: JobHooks['onPricesChanged'] = [];
