@@ -27,6 +27,11 @@ describe('OpenAPI', () => {
     expect(doc.paths['/health/ready'].get.operationId).toBe('healthReady');
     expect(doc.paths['/api/v1/internal/jobs/{name}'].post.security).toEqual([{ internalToken: [] }]);
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
+    const responses = doc.paths['/api/v1/internal/jobs/{name}'].post.responses;
+    expect(Object.keys(responses['404'].content)).toEqual(['application/problem+json']);
+    const ref = responses['404'].content['application/problem+json'].schema.$ref as string;
+    expect(doc.components.schemas[ref.split('/').pop()!].required).toContain('code');
+    expect(Object.keys(responses['200'].content)).toEqual(['application/json']);
   });
 
   it('/docs renders the interactive reference without a token', async () => {

@@ -3,6 +3,17 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 
+const STATUS_DESCRIPTIONS: Record<string, string> = {
+  '400': 'The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …)',
+  '401': 'Missing or invalid credentials',
+  '403': 'Forbidden',
+  '404': 'Not found',
+  '409': 'Conflict with the current state',
+  '413': 'The body is too large',
+  '429': 'Rate limited: see Retry-After and RateLimit-* headers',
+  '503': 'A required dependency is unavailable: see Retry-After',
+};
+
 const DESCRIPTION = `Backend of the prediction-market trading platform.
 
 * Every route needs \`Authorization: Bearer <accessToken>\` unless its security list is empty (public).
@@ -47,6 +58,21 @@ export const docsPlugin = fp(
         const schema = { ...(out.schema as Record<string, unknown>) };
         if (cfg.internal) schema.security = [{ internalToken: [] }];
         else if (cfg.public) schema.security = [];
+        // Errors are sent as application/problem+json (decisions.md §2): say so per status.
+        const response = schema.response as Record<string, Record<string, unknown>> | undefined;
+        if (response) {
+          const next: Record<string, unknown> = {};
+          for (const [status, body] of Object.entries(response)) {
+            if (Number(status) >= 400 && body && !('content' in body)) {
+              const { description, ...rest } = body;
+              next[status] = {
+                description: (description as string | undefined) ?? STATUS_DESCRIPTIONS[status] ?? 'Error',
+                content: { 'application/problem+json': { schema: rest } },
+              };
+            } else next[status] = body;
+          }
+          schema.response = next;
+        }
         return { ...out, schema } as never;
       },
       transformObject: jsonSchemaTransformObject,
