@@ -1,0 +1,40 @@
+/**
+ * TypeScript client of the API for the SPA, the mobile app and dashboards.
+ * No server-side imports: fetch, openapi-fetch and socket.io-client only.
+ *
+ *   const client = createApiClient({ baseUrl, mode: 'cookie', onLoggedOut });
+ *   await client.session.signInWithWallet({ address, chain: 'solana', signMessage });
+ *   const events = await unwrap(client.api.GET('/api/v1/events', { params: { query: { limit: 20 } } }));
+ */
+import createClient from 'openapi-fetch';
+import type { paths } from './schema.js';
+import { Session, type SessionOptions } from './session.js';
+import { Realtime, type RealtimeOptions } from './realtime.js';
+import { ApiError } from './errors.js';
+
+export { ApiError } from './errors.js';
+export { Session, type SessionOptions, type TokenStorage, type SessionUser, type Chain } from './session.js';
+export { Realtime, type RealtimeOptions, type Ack } from './realtime.js';
+export type { paths, components } from './schema.js';
+
+export function createApiClient(opts: SessionOptions) {
+  const session = new Session(opts);
+  const api = createClient<paths>({ baseUrl: opts.baseUrl.replace(/\/$/, ''), fetch: session.authorizedFetch });
+  return {
+    api,
+    session,
+    /** Opens the live channels with this session's token. */
+    realtime: (o: Partial<RealtimeOptions> = {}) => new Realtime(session, { url: opts.baseUrl, ...o }),
+  };
+}
+
+/** Returns `data` of an openapi-fetch result, or throws the problem+json answer as an ApiError. */
+export async function unwrap<T>(
+  call: Promise<{ data?: T; error?: unknown; response: Response }>,
+): Promise<T> {
+  const { data, error, response } = await call;
+  if (response.ok) return data as T;
+  const e = (error ?? {}) as { code?: string; detail?: string; errors?: ApiError['errors'] };
+  const retry = Number(response.headers.get('retry-after'));
+  throw new ApiError(response.status, e.code ?? 'HTTP_ERROR', e.detail, e.errors ?? [], Number.isFinite(retry) && retry > 0 ? retry : undefined);
+}

@@ -1,0 +1,94 @@
+import { io, type Socket } from 'socket.io-client';
+import type { Session } from './session.js';
+
+export type Ack = { ok: true } | { ok: false; error: { code: string; message: string } };
+
+export interface RealtimeOptions {
+  /** Origin of the API (Socket.IO path /socket.io/). */
+  url: string;
+  /** Extra socket.io-client options (transports, …). WebSocket only by default: no sticky sessions needed. */
+  socketOptions?: Parameters<typeof io>[1];
+  ackTimeoutMs?: number;
+}
+
+/**
+ * Live channels (decisions.md §8) for the SPA, the mobile app and dashboards:
+ * connects with the session's current access token, subscribes with acks,
+ * re-authenticates on `auth:expired` (refreshing the session first) and
+ * subscribes again to every channel after a reconnect or a re-auth.
+ */
+export class Realtime {
+  readonly socket: Socket;
+  private readonly channels = new Set<string>();
+  private readonly ackTimeoutMs: number;
+
+  constructor(
+    private readonly session: Session,
+    opts: RealtimeOptions,
+  ) {
+    this.ackTimeoutMs = opts.ackTimeoutMs ?? 5_000;
+    this.socket = io(opts.url, {
+      transports: ['websocket'],
+      ...opts.socketOptions,
+      // A function: every (re)connection sends the token current at that moment.
+      auth: (cb) => cb(session.token ? { token: session.token } : {}),
+    });
+    this.socket.on('connect', () => {
+      for (const channel of this.channels) void this.emit('subscribe', channel);
+    });
+    this.socket.on('connect_error', async (err) => {
+      // The server refused an expired token at the handshake: refresh, then let socket.io retry.
+      if (err.message === 'UNAUTHORIZED' && session.signedIn) {
+        await session.refresh();
+        if (!this.socket.active) this.socket.connect();
+      }
+    });
+    this.socket.on('auth:expired', async () => {
+      const token = await session.refresh();
+      if (!token) return;
+      const ack = await this.request('auth', { token });
+      if (ack.ok) for (const channel of this.channels) void this.emit('subscribe', channel);
+    });
+  }
+
+  private request(event: string, payload: unknown): Promise<Ack> {
+    return this.socket
+      .timeout(this.ackTimeoutMs)
+      .emitWithAck(event, payload)
+      .then(
+        (ack: Ack) => ack,
+        () => ({ ok: false as const, error: { code: 'TIMEOUT', message: `no answer to ${event}` } }),
+      );
+  }
+
+  private emit(event: 'subscribe' | 'unsubscribe', channel: string) {
+    return this.request(event, { channel });
+  }
+
+  /** Subscribes (and re-subscribes after reconnects) to a channel such as `market:<id>` or `user:notifications`. */
+  async subscribe(channel: string): Promise<Ack> {
+    const ack = await this.emit('subscribe', channel);
+    if (ack.ok) this.channels.add(channel);
+    return ack;
+  }
+
+  async unsubscribe(channel: string): Promise<Ack> {
+    this.channels.delete(channel);
+    return this.emit('unsubscribe', channel);
+  }
+
+  on(event: string, listener: (payload: any) => void): this {
+    this.socket.on(event, listener);
+    return this;
+  }
+
+  off(event: string, listener?: (payload: any) => void): this {
+    this.socket.off(event, listener);
+    return this;
+  }
+
+  close() {
+    this.channels.clear();
+    this.socket.close();
+  }
+}
