@@ -1,0 +1,29 @@
+import fastJson from 'fast-json-stringify';
+import { z } from 'zod';
+import { serializerCompiler as zodSerializerCompiler } from 'fastify-type-provider-zod';
+import type { FastifySerializerCompiler } from 'fastify/types/schema.js';
+
+type CompilerArgs = Parameters<typeof zodSerializerCompiler>[0];
+
+/**
+ * Response serialisation. The Zod serializer re-validates every response
+ * through `schema.encode()`, which measured ~2.5× the cost of JSON.stringify
+ * on a 50-row leaderboard page. Route responses are built by our own services,
+ * so we compile each Zod response schema to JSON Schema once and serialise
+ * with fast-json-stringify: it still writes only the declared fields (nothing
+ * internal leaks), at a fraction of the cost. A schema that cannot be
+ * expressed as JSON Schema falls back to the Zod serializer.
+ */
+export const serializerCompiler: FastifySerializerCompiler<z.ZodType> = (args) => {
+  const { schema } = args as unknown as { schema: unknown };
+  if (schema instanceof z.ZodType) {
+    try {
+      const json = z.toJSONSchema(schema, { target: 'draft-7', io: 'output', unrepresentable: 'throw', reused: 'inline' });
+      const stringify = fastJson(json as never);
+      return (data: unknown) => stringify(data);
+    } catch {
+      /* fall through */
+    }
+  }
+  return zodSerializerCompiler(args as unknown as CompilerArgs) as (data: unknown) => string;
+};
