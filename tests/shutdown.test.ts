@@ -34,10 +34,10 @@ describe('graceful shutdown', () => {
   it('SIGTERM stops the process with exit code 0', async () => {
     const port = 20_000 + Math.floor(Math.random() * 20_000);
     child = startServer({ PORT: String(port), DATABASE_URL: 'pglite:memory', JOBS: 'off' });
-    const res = await waitForHttp(`http://127.0.0.1:${port}/health/ready`);
+    const res = await waitForHttp(`http://127.0.0.1:${port}/health/ready`, 90_000);
     expect(res.status).toBe(200);
     child.kill('SIGTERM');
     expect(await waitForExit(child)).toBe(0);
     expect(child.output()).toContain('shutting down');
-  }, 60_000);
+  }, 120_000);
 });

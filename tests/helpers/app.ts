@@ -31,7 +31,7 @@ export async function createTestDb(): Promise<DbHandle & { url: string }> {
     }
     await admin.end();
     const url = withDatabase(PG_URL, name);
-    const h = await createDb(url, { max: 10 });
+    const h = await createDb(url, { max: 5 });
     return Object.assign(h, { url });
   }
   const h = await createDb('pglite:memory');
