@@ -81,6 +81,9 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     // Our own closing guard answers problem+json instead of Fastify's default body.
     return503OnClosing: false,
     routerOptions: { maxParamLength: 500 },
+    // Opening the database and migrating (PGlite needs ~4 s of WASM start on a
+    // quiet 2-core machine) can outlast the 10 s default on a loaded one.
+    pluginTimeout: 120_000,
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

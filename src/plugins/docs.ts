@@ -11,6 +11,7 @@ const STATUS_DESCRIPTIONS: Record<string, string> = {
   '409': 'Conflict with the current state',
   '413': 'The body is too large',
   '429': 'Rate limited: see Retry-After and RateLimit-* headers',
+  '500': 'Unexpected error; the body reveals nothing internal',
   '503': 'A required dependency is unavailable: see Retry-After',
 };
 
@@ -20,6 +21,61 @@ const DESCRIPTION = `Backend of the prediction-market trading platform.
 * \`/api/v1/internal/*\` routes take \`Authorization: Bearer <INTERNAL_API_TOKEN>\` and exist only when that token is configured.
 * Every error is RFC 9457 problem details (\`application/problem+json\`) with a stable \`code\`.
 * Rate-limited routes answer 429 with \`Retry-After\` and \`RateLimit-Limit\`, \`RateLimit-Remaining\`, \`RateLimit-Reset\` (seconds).`;
+
+const PROBLEM_REF = { $ref: '#/components/schemas/Problem' };
+const RATE_LIMIT_HEADERS = {
+  'RateLimit-Limit': { description: 'Requests allowed in the window', schema: { type: 'integer' } },
+  'RateLimit-Remaining': { description: 'Requests left in the window', schema: { type: 'integer' } },
+  'RateLimit-Reset': { description: 'Seconds until a request is allowed again', schema: { type: 'integer' } },
+};
+
+function problemResponse(status: string, extraHeaders?: Record<string, unknown>) {
+  return {
+    description: STATUS_DESCRIPTIONS[status] ?? 'Error',
+    ...(extraHeaders ? { headers: extraHeaders } : {}),
+    content: { 'application/problem+json': { schema: PROBLEM_REF } },
+  };
+}
+
+/**
+ * What every operation in the document says, so the contract is explicit and
+ * the OWASP lint holds: security per route kind; errors as problem+json; a 500
+ * on every operation; a 400 wherever there is input to validate; 429 and
+ * RateLimit-* headers on the routes the contract rate-limits.
+ */
+function decorateOperation(
+  input: Record<string, unknown>,
+  cfg: { public?: boolean; internal?: boolean; rateLimit?: unknown },
+): Record<string, unknown> {
+  const schema = { ...input };
+  if (cfg.internal) schema.security = [{ internalToken: [] }];
+  else if (cfg.public) schema.security = [];
+  if (!schema.description && schema.summary) schema.description = schema.summary;
+  const response = { ...((schema.response as Record<string, Record<string, unknown>> | undefined) ?? {}) };
+  const limited = Boolean(cfg.rateLimit);
+  const next: Record<string, unknown> = {};
+  for (const [status, body] of Object.entries(response)) {
+    const code = Number(status);
+    if (code >= 400 && body && !('content' in body)) {
+      const { description, ...rest } = body;
+      next[status] = {
+        description: (description as string | undefined) ?? STATUS_DESCRIPTIONS[status] ?? 'Error',
+        ...(limited && code < 500 ? { headers: RATE_LIMIT_HEADERS } : {}),
+        content: { 'application/problem+json': { schema: rest } },
+      };
+    } else if (limited && code < 300 && body && !('content' in body)) {
+      const { description, ...rest } = body;
+      next[status] = { description: (description as string | undefined) ?? 'OK', headers: RATE_LIMIT_HEADERS, content: { 'application/json': { schema: rest } } };
+    } else next[status] = body;
+  }
+  const hasInput = Boolean(schema.body || schema.querystring || schema.params);
+  if (hasInput && !next['400']) next['400'] = problemResponse('400');
+  if (!cfg.public && !next['401']) next['401'] = problemResponse('401');
+  if (limited && !next['429']) next['429'] = problemResponse('429', { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } }, ...RATE_LIMIT_HEADERS });
+  if (!next['500']) next['500'] = problemResponse('500');
+  schema.response = next;
+  return schema;
+}
 
 /** OpenAPI 3.1 at /docs/json generated from the Zod route schemas; Swagger UI at /docs. */
 export const docsPlugin = fp(
@@ -32,7 +88,7 @@ export const docsPlugin = fp(
       openapi: {
         openapi: '3.1.0',
         info: { title: 'Prediction-market trading platform API', version: '1.0.0', description: DESCRIPTION },
-        servers: [{ url: '/' }],
+        servers: [{ url: '/', description: 'This service', 'x-internal': false } as never],
         components: {
           securitySchemes: {
             bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
@@ -54,26 +110,9 @@ export const docsPlugin = fp(
       },
       transform: (args) => {
         const out = jsonSchemaTransform(args);
-        const cfg = (args.route as { config?: { public?: boolean; internal?: boolean } }).config ?? {};
-        const schema = { ...(out.schema as Record<string, unknown>) };
-        if (cfg.internal) schema.security = [{ internalToken: [] }];
-        else if (cfg.public) schema.security = [];
-        // Errors are sent as application/problem+json (decisions.md §2): say so per status.
-        const response = schema.response as Record<string, Record<string, unknown>> | undefined;
-        if (response) {
-          const next: Record<string, unknown> = {};
-          for (const [status, body] of Object.entries(response)) {
-            if (Number(status) >= 400 && body && !('content' in body)) {
-              const { description, ...rest } = body;
-              next[status] = {
-                description: (description as string | undefined) ?? STATUS_DESCRIPTIONS[status] ?? 'Error',
-                content: { 'application/problem+json': { schema: rest } },
-              };
-            } else next[status] = body;
-          }
-          schema.response = next;
-        }
-        return { ...out, schema } as never;
+        const route = args.route as { config?: { public?: boolean; internal?: boolean; rateLimit?: unknown } };
+        const cfg = route.config ?? {};
+        return { ...out, schema: decorateOperation(out.schema as Record<string, unknown>, cfg) } as never;
       },
       transformObject: jsonSchemaTransformObject,
     });
