@@ -60,6 +60,10 @@ async function createPostgres(url: string, opts: { max?: number; applicationName
     max: opts.max ?? 10,
     idle_timeout: 30,
     connect_timeout: 5,
+    // postgres-js backs off up to 20 s between reconnects, and queries wait on it:
+    // during an outage requests would hang instead of failing fast with 503.
+    // Cap the wait at 1 s so answers stay quick and service resumes promptly.
+    backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
     // Keep the pool's notices out of stdout; a NOTICE is not an error.
     onnotice: () => {},
     connection: { application_name: opts.applicationName ?? 'predict-backend' },

@@ -62,8 +62,9 @@ export async function buildTestApp(
 ): Promise<TestApp> {
   const ownsDb = !opts.db;
   const db = opts.db ?? (await createTestDb());
-  const redis = opts.redis ?? testRedis();
-  const ownsRedis = !opts.redis && redis !== undefined;
+  // `redis: undefined` given explicitly means: no shared client (the app opens its own from REDIS_URL, or none).
+  const redis = 'redis' in opts ? opts.redis : testRedis();
+  const ownsRedis = !('redis' in opts) && redis !== undefined;
   const keyPrefix = opts.keyPrefix ?? `pbtest:${randomBytes(6).toString('hex')}:`;
   const config = testConfig({
     JWT_SECRET: 'test-secret-test-secret-test-secret-0123456789',

@@ -24,9 +24,14 @@ export default async function setup({ provide }: { provide: (key: string, value:
           'Start it (see README) or unset DATABASE_URL to test on the embedded PGlite.',
       );
     }
-    // Leftovers of runs that died: drop the ones nobody uses.
+    // Leftovers of runs that died (their process is gone): drop them. Databases
+    // of runs still going on (another terminal, a parallel CI) are left alone.
     const stale = await admin<{ datname: string }[]>`select datname from pg_database where datname like 'pbt\\_%'`;
-    for (const { datname } of stale) await admin.unsafe(`drop database if exists "${datname}"`).catch(() => {});
+    for (const { datname } of stale) {
+      const pid = Number(/^pbt_(\d+)_/.exec(datname)?.[1]);
+      if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) continue;
+      await admin.unsafe(`drop database if exists "${datname}" with (force)`).catch(() => {});
+    }
     const template = `${runId}_tpl`;
     await admin.unsafe(`create database "${template}"`);
     const h = await createDb(withDatabase(PG_URL, template), { max: 2 });
@@ -64,6 +69,15 @@ export default async function setup({ provide }: { provide: (key: string, value:
   return async () => {
     await teardownPg?.();
   };
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 declare module 'vitest' {
