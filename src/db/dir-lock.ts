@@ -41,7 +41,7 @@ export function acquireDirLock(dir: string): () => void {
   throw new Error(`Could not lock the embedded database directory ${dir}`);
 }
 
-function isAlive(pid: number): boolean {
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -1,6 +1,7 @@
 import postgres from 'postgres';
 import { Redis } from 'ioredis';
 import { createDb } from '../../src/db/index.js';
+import { isAlive } from '../../src/db/dir-lock.js';
 import { runMigrations } from '../../src/db/migrate.js';
 import { PG_URL, REDIS_URL, withDatabase } from './env.js';
 
@@ -69,15 +70,6 @@ export default async function setup({ provide }: { provide: (key: string, value:
   return async () => {
     await teardownPg?.();
   };
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 declare module 'vitest' {
