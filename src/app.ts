@@ -7,8 +7,8 @@ import { serializerCompiler } from './lib/serializer.js';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import type { DbHandle } from './db/index.js';
-import { unavailable } from './errors.js';
-import { errorsPlugin } from './plugins/errors.js';
+import { problem, unavailable } from './errors.js';
+import { errorsPlugin, sendProblem } from './plugins/errors.js';
 import { infraPlugin } from './plugins/infra.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { authPlugin } from './plugins/auth.js';
@@ -80,6 +80,12 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     },
     // Our own closing guard answers problem+json instead of Fastify's default body.
     return503OnClosing: false,
+    // Router-level failures (malformed URL encoding, over-long path parameters)
+    // never reach setErrorHandler: answer them as problem+json too.
+    frameworkErrors: (err, _request, reply) => {
+      const tooLong = err.code === 'FST_ERR_MAX_PARAM_LENGTH';
+      void sendProblem(reply, problem(tooLong ? 414 : 400, 'VALIDATION_ERROR', tooLong ? 'A path parameter is too long' : 'The URL is not valid'));
+    },
     routerOptions: { maxParamLength: 500 },
     // Opening the database and migrating (PGlite needs ~4 s of WASM start on a
     // quiet 2-core machine) can outlast the 10 s default on a loaded one.
