@@ -21,6 +21,12 @@ export async function claimUpdate(db: DbOrTx, updateId: bigint, now: Date): Prom
   return rows.length === 1;
 }
 
+/** Cheap pre-check for retries (no transaction); claimUpdate stays the arbiter under races. */
+export async function isUpdateSeen(db: DbOrTx, updateId: bigint): Promise<boolean> {
+  const rows = await db.select({ updateId: messengerUpdates.updateId }).from(messengerUpdates).where(eq(messengerUpdates.updateId, updateId));
+  return rows.length > 0;
+}
+
 export async function pruneUpdates(db: DbOrTx, before: Date): Promise<void> {
   await db.delete(messengerUpdates).where(lt(messengerUpdates.receivedAt, before));
 }

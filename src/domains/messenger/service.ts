@@ -10,6 +10,7 @@ import {
   deleteBindingByUser,
   findBindingByUser,
   findWallet,
+  isUpdateSeen,
   pruneLinkCodes,
   pruneUpdates,
   replaceBinding,
@@ -112,6 +113,8 @@ export async function handleUpdate(deps: MessengerDeps, body: unknown): Promise<
   const updateId = BigInt(id.data.update_id);
   const parsed = TelegramUpdateSchema.safeParse(body);
   const now = deps.clock();
+  // Telegram's retries of an update we already handled skip the transaction.
+  if (await isUpdateSeen(deps.db, updateId)) return { outcome: 'duplicate', replies: [] };
 
   const result = await deps.db.transaction(async (tx) => {
     if (!(await claimUpdate(tx, updateId, now))) return { outcome: 'duplicate' as const, replies: [] };
