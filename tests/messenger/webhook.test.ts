@@ -138,6 +138,27 @@ describe('linking (POST /link + /start <code>)', () => {
     expect(typeof status.json().connectedAt).toBe('string');
   });
 
+  it('POST /link is limited to 10 a minute per user', async () => {
+    const user = await createUser(t.app);
+    const other = await createUser(t.app);
+    const post = (u: TestUser) => t.app.inject({ method: 'POST', url: '/api/v1/messenger-bot/link', headers: { authorization: `Bearer ${u.token}` } });
+    for (let i = 0; i < 10; i++) expect((await post(user)).statusCode).toBe(201);
+    const limited = await post(user);
+    expectProblemShape(limited, 429, 'RATE_LIMITED');
+    expect(limited.headers['retry-after']).toBeDefined();
+    expect((await post(other)).statusCode).toBe(201);
+  });
+
+  it('is described in the OpenAPI document', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json();
+    const webhook = doc.paths['/api/v1/messenger-bot/webhook'].post;
+    expect(webhook.operationId).toBe('messengerWebhook');
+    expect(webhook.description).toMatch(/X-Telegram-Bot-Api-Secret-Token/);
+    expect(Object.keys(webhook.responses)).toEqual(expect.arrayContaining(['200', '401', '413', '503']));
+    expect(doc.paths['/api/v1/messenger-bot/link'].post.responses['201']).toBeDefined();
+    expect(doc.paths['/api/v1/messenger-bot/link'].delete.responses['204']).toBeDefined();
+  });
+
   it('link routes need a bearer token', async () => {
     for (const method of ['POST', 'GET', 'DELETE'] as const) {
       expectProblemShape(await t.app.inject({ method, url: '/api/v1/messenger-bot/link' }), 401, 'UNAUTHORIZED');
