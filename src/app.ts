@@ -14,6 +14,7 @@ import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { authPlugin } from './plugins/auth.js';
 import { docsPlugin } from './plugins/docs.js';
 import { healthRoutes } from './domains/health/plugin.js';
+import { messengerRoutes } from './domains/messenger/plugin.js';
 import { jobsPlugin } from './jobs/plugin.js';
 import { jobRoutes } from './jobs/routes.js';
 import { jobDefinitions, priceChangeHooks } from './jobs/registry.js';
@@ -145,6 +146,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
 
   // Domains
   await app.register(healthRoutes);
+  await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot' });
 
   await app.register(jobsPlugin, { definitions: overrides.jobs ?? jobDefinitions, onPricesChanged: priceChangeHooks });
   if (config.INTERNAL_API_TOKEN) {
