@@ -67,10 +67,12 @@ export function createNonceStore(deps: NonceStoreDeps): NonceStore {
     async issue(binding) {
       const nonce = generateNonce();
       const expiresAt = new Date(deps.clock().getTime() + NONCE_TTL_MS);
-      const value = `${binding.chain}:${binding.address}`;
+      // The expiry travels with the value and is checked against the app clock on take;
+      // Redis's own TTL (a little longer) only collects garbage.
+      const value = `${expiresAt.getTime()}:${binding.chain}:${binding.address}`;
       if (deps.redis && deps.redisReady()) {
         try {
-          await deps.redis.set(key(nonce), value, 'PX', NONCE_TTL_MS);
+          await deps.redis.set(key(nonce), value, 'PX', NONCE_TTL_MS + 60_000);
           warned = false;
           return { nonce, expiresAt };
         } catch (err) {
@@ -91,8 +93,9 @@ export function createNonceStore(deps: NonceStoreDeps): NonceStore {
         try {
           const value = await deps.redis.getdel(key(nonce));
           if (value !== null) {
-            const i = value.indexOf(':');
-            return { chain: value.slice(0, i), address: value.slice(i + 1) };
+            const [expires, chain, ...rest] = value.split(':');
+            if (Number(expires) <= deps.clock().getTime()) return undefined;
+            return { chain, address: rest.join(':') };
           }
         } catch (err) {
           warnOnce(err);
