@@ -47,7 +47,7 @@ export const SignInResponseSchema = z.object({
 export const RefreshBodySchema = z
   .object({ refreshToken: z.string().min(1).max(256).optional().describe('For clients without cookies; otherwise the refresh_token cookie is used') })
   .strict()
-  .optional();
+  .nullish();
 
 export const RefreshResponseSchema = z.object({
   accessToken: z.string(),
