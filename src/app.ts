@@ -15,6 +15,8 @@ import { authPlugin } from './plugins/auth.js';
 import { docsPlugin } from './plugins/docs.js';
 import { healthRoutes } from './domains/health/plugin.js';
 import { messengerRoutes } from './domains/messenger/plugin.js';
+
+import { authRoutes } from './domains/auth/plugin.js';
 import { jobsPlugin } from './jobs/plugin.js';
 import { jobRoutes } from './jobs/routes.js';
 import { jobDefinitions, priceChangeHooks } from './jobs/registry.js';
@@ -147,6 +149,8 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   // Domains
   await app.register(healthRoutes);
   await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot' });
+
+  await app.register(authRoutes, { prefix: '/api/v1/auth' });
 
   await app.register(jobsPlugin, { definitions: overrides.jobs ?? jobDefinitions, onPricesChanged: priceChangeHooks });
   if (config.INTERNAL_API_TOKEN) {

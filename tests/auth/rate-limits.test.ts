@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { expectProblem, nextIp, parseSetCookies, signIn, solanaWallet } from './helpers.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await buildTestApp();
+});
+afterAll(async () => t?.close());
+
+function expect429(res: Awaited<ReturnType<typeof t.app.inject>>, limit: number) {
+  expectProblem(res, 429, 'RATE_LIMITED');
+  expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+  expect(res.headers['ratelimit-limit']).toBe(String(limit));
+  expect(res.headers['ratelimit-remaining']).toBe('0');
+}
+
+describe('seed §8 limits on the auth routes (sliding window, per IP unless said otherwise)', () => {
+  it('GET /auth/wallet/nonce: 20 a minute per IP', async () => {
+    const w = await solanaWallet();
+    const ip = nextIp();
+    const get = (remoteAddress: string) =>
+      t.app.inject({ method: 'GET', url: '/api/v1/auth/wallet/nonce', query: { chain: 'solana', address: w.address }, remoteAddress });
+    for (let i = 0; i < 20; i++) expect((await get(ip)).statusCode).toBe(200);
+    expect429(await get(ip), 20);
+    expect((await get(nextIp())).statusCode).toBe(200);
+  });
+
+  it('POST /auth/wallet: 10 a minute per IP, failed attempts included', async () => {
+    const ip = nextIp();
+    const post = (remoteAddress: string) =>
+      t.app.inject({ method: 'POST', url: '/api/v1/auth/wallet', payload: { address: 'x', chain: 'solana', signature: 'x', nonce: 'x' }, remoteAddress });
+    for (let i = 0; i < 10; i++) expect((await post(ip)).statusCode).toBe(400);
+    expect429(await post(ip), 10);
+    expect((await post(nextIp())).statusCode).toBe(400);
+  });
+
+  it('POST /auth/idp: 10 a minute per IP', async () => {
+    const ip = nextIp();
+    const post = (remoteAddress: string) => t.app.inject({ method: 'POST', url: '/api/v1/auth/idp', payload: { accessToken: 'x' }, remoteAddress });
+    for (let i = 0; i < 10; i++) expect((await post(ip)).statusCode).toBe(503); // no provider configured here
+    expect429(await post(ip), 10);
+  });
+
+  it('POST /auth/activate-key: 5 a minute per IP', async () => {
+    const ip = nextIp();
+    const post = (remoteAddress: string) => t.app.inject({ method: 'POST', url: '/api/v1/auth/activate-key', payload: { key: 'beta_unknown' }, remoteAddress });
+    for (let i = 0; i < 5; i++) expect((await post(ip)).statusCode).toBe(400);
+    expect429(await post(ip), 5);
+    expect((await post(nextIp())).statusCode).toBe(400);
+  });
+
+  it('POST /auth/refresh: 60 a minute per token, whatever the IP; other tokens unaffected', async () => {
+    const token = parseSetCookies(await signIn(t.app, await solanaWallet())).refresh_token.value;
+    const other = parseSetCookies(await signIn(t.app, await solanaWallet())).refresh_token.value;
+    const ipA = nextIp();
+    const refresh = (refreshToken: string, remoteAddress: string, viaCookie = false) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/refresh',
+        remoteAddress,
+        ...(viaCookie ? { cookies: { refresh_token: refreshToken } } : { payload: { refreshToken } }),
+      });
+    expect((await refresh(token, ipA)).statusCode).toBe(200);
+    for (let i = 1; i < 60; i++) {
+      const res = await refresh(token, ipA, i % 2 === 0);
+      expect(res.statusCode).toBe(401); // reuse: counted all the same
+    }
+    // The 61st presentation of the same token, from another IP and through the cookie.
+    expect429(await refresh(token, nextIp(), true), 60);
+    expect429(await refresh(token, nextIp()), 60);
+    // Same IP, another token: its own budget.
+    expect((await refresh(other, ipA)).statusCode).toBe(200);
+  });
+});
