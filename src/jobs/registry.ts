@@ -1,8 +1,10 @@
 import type { JobDefinition } from './types.js';
+import { eventsSyncJob } from './events-sync.js';
+import { priceSyncJob } from './price-sync.js';
 
 /**
  * The cron table (decisions.md §9). Each domain adds its jobs here:
  * price-sync (60 s), events-sync (5 min), leaderboard-sync (10 min),
  * leaderboard-enrich (30 min).
  */
-export const jobDefinitions: JobDefinition[] = [];
+export const jobDefinitions: JobDefinition[] = [eventsSyncJob, priceSyncJob];
