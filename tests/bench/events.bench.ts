@@ -66,17 +66,23 @@ export default async function run() {
 
     const baseList = await startBaseline(listBody);
     const baseDetail = await startBaseline(detailBody);
+    const baseHealth = await startBaseline(JSON.stringify({ status: 'ok' }));
     try {
       const bl = await load(`bare Fastify, same body (${listBody.length} B)`, `${baseList.url}/x`);
       const ol = await load('GET /api/v1/events (limit 50)', listUrl);
       const bd = await load(`bare Fastify, same body (${detailBody.length} B)`, `${baseDetail.url}/x`);
       const od = await load('GET /api/v1/events/:slug', detailUrl);
+      // The foundation's fixed per-request cost (helmet, auth and closing hooks, request ids) in the same run, for scale.
+      const bh = await load('bare Fastify, health body', `${baseHealth.url}/x`);
+      const oh = await load('GET /health/live (full stack)', `${app.url}/health/live`);
       lines.push('### GET /events', '', loadTable([bl, ol], bl), '', '### GET /events/:slug', '', loadTable([bd, od], bd), '');
+      lines.push('### Floor: full stack on a tiny body', '', loadTable([bh, oh], bh), '');
       lines.push(`Ratios: list ${ratio(ol.reqPerSec, bl.reqPerSec)}, detail ${ratio(od.reqPerSec, bd.reqPerSec)} (target ≥ 0.70, p99 < 25 ms).`);
       process.stdout.write(`${lines.join('\n')}\n`);
     } finally {
       await baseList.close();
       await baseDetail.close();
+      await baseHealth.close();
     }
     await writeSection('Events: price-sync cycle and public reads', lines.join('\n'));
   } finally {

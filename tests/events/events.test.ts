@@ -375,3 +375,14 @@ describe('groups that leave the open list', () => {
     expect((await get('/api/v1/events/kxhighny-26dec31')).json().status).toBe('active');
   });
 });
+
+describe('concurrent jobs', () => {
+  it('events-sync and price-sync running at once both succeed and agree', async () => {
+    const e = gammaEvent('52010');
+    e.markets[0].outcomePrices = '["0.7", "0.3"]';
+    const runs = await Promise.all([t.app.jobs.run('events-sync'), t.app.jobs.run('price-sync'), t.app.jobs.run('events-sync')]);
+    for (const r of runs) expect(r.ok).toBe(true);
+    const detail = (await get('/api/v1/events/which-party-wins-the-house-2026')).json();
+    expect(detail.markets.find((m: any) => m.id === 'pm-905001').yesPrice).toBe(0.7);
+  });
+});

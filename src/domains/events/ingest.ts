@@ -5,7 +5,7 @@ import { mapLimit, type Listing, type PriceQuote, type VenueGroup } from '../../
 import { getGammaEvent, listOpenGammaEvents } from '../../venues/polymarket/gamma.js';
 import { getClobPriceHistory } from '../../venues/polymarket/clob.js';
 import { getKalshiCandles, listOpenKalshiEvents } from '../../venues/kalshi/trade-api.js';
-import type { DbOrTx } from '../../db/index.js';
+import { lockKey, type DbOrTx } from '../../db/index.js';
 
 /**
  * The write side of market data, called by the events-sync and price-sync
@@ -56,6 +56,16 @@ async function readListings(deps: IngestDeps) {
     }
   });
   return { ok, failures };
+}
+
+/**
+ * events-sync and price-sync run concurrently (separate job locks) and both
+ * lock markets and groups, in different orders: their write transactions
+ * take this transaction-scoped lock first, so they queue instead of deadlocking.
+ */
+const WRITE_LOCK = lockKey('events:write').toString();
+async function lockWrites(deps: IngestDeps, tx: DbOrTx) {
+  await deps.dbh.rows(sql`select pg_advisory_xact_lock(${WRITE_LOCK}::bigint)`, tx);
 }
 
 function json(value: unknown) {
@@ -114,7 +124,12 @@ export async function applyQuotes(deps: IngestDeps, quotes: PriceQuote[], on?: D
     if (groups.length > 0) await refreshGroupTotals(deps, tx, groups);
     return rows;
   };
-  const rows = on ? await run(on) : await deps.db.transaction(async (tx) => run(tx));
+  const rows = on
+    ? await run(on)
+    : await deps.db.transaction(async (tx) => {
+        await lockWrites(deps, tx);
+        return run(tx);
+      });
   return rows
     .filter((r) => r.price_changed)
     .map((r) => ({ marketId: r.id, yesPrice: Number(r.p), volume: Number(r.v), timestamp: now }));
@@ -478,6 +493,7 @@ export async function syncEvents(deps: IngestDeps): Promise<{ items: number }> {
   let changes: PriceChange[] = [];
   try {
     changes = await deps.db.transaction(async (tx) => {
+      await lockWrites(deps, tx);
       for (const r of renames) {
         await deps.dbh.rows(sql`update event_groups set slug = ${r.slug}, updated_at = now() where id = ${r.id}`, tx);
       }
