@@ -1,3 +1,4 @@
+import Fastify, { type FastifyInstance } from 'fastify';
 import { load, loadTable, ratio, startApp, startBaseline, writeSection } from './harness.js';
 import { startFakeVenues } from '../fakes/venues/index.js';
 import { generateGammaEvents } from '../fakes/venues/gamma.js';
@@ -77,6 +78,19 @@ export default async function run() {
       const oh = await load('GET /health/live (full stack)', `${app.url}/health/live`);
       lines.push('### GET /events', '', loadTable([bl, ol], bl), '', '### GET /events/:slug', '', loadTable([bd, od], bd), '');
       lines.push('### Floor: full stack on a tiny body', '', loadTable([bh, oh], bh), '');
+      // Server CPU per request through app.inject (no sockets, no load generator): steadier than req/s on a shared box.
+      const bare = Fastify({ logger: false });
+      bare.get('/*', async (req, reply) => reply.type('application/json; charset=utf-8').send(req.url.includes('/events/') ? detailBody : listBody));
+      await bare.ready();
+      const rows = [
+        ['GET /api/v1/events', await cpuPerRequest(bare, '/api/v1/events'), await cpuPerRequest(app.app, '/api/v1/events')],
+        ['GET /api/v1/events/:slug', await cpuPerRequest(bare, `/api/v1/events/${slug}`), await cpuPerRequest(app.app, `/api/v1/events/${slug}`)],
+        ['GET /health/live', await cpuPerRequest(bare, '/health/live'), await cpuPerRequest(app.app, '/health/live')],
+      ] as const;
+      await bare.close();
+      lines.push('### Server CPU per request (app.inject, 5,000 requests)', '', '| route | bare Fastify, same body µs | ours µs | bare/ours |', '|---|---|---|---|');
+      for (const [name, b, o] of rows) lines.push(`| ${name} | ${b.toFixed(1)} | ${o.toFixed(1)} | ${ratio(b, o)} |`);
+      lines.push('');
       lines.push(`Ratios: list ${ratio(ol.reqPerSec, bl.reqPerSec)}, detail ${ratio(od.reqPerSec, bd.reqPerSec)} (target ≥ 0.70, p99 < 25 ms).`);
       process.stdout.write(`${lines.join('\n')}\n`);
     } finally {
@@ -89,4 +103,12 @@ export default async function run() {
     await app.close();
     await venues.close();
   }
+}
+
+async function cpuPerRequest(app: FastifyInstance, url: string, n = 5000): Promise<number> {
+  for (let i = 0; i < 500; i++) await app.inject({ method: 'GET', url });
+  const c0 = process.cpuUsage();
+  for (let i = 0; i < n; i++) await app.inject({ method: 'GET', url });
+  const c = process.cpuUsage(c0);
+  return (c.user + c.system) / n;
 }
