@@ -24,6 +24,7 @@ export const eventGroups = pgTable(
   (t) => [
     index('event_groups_list_idx').on(t.totalVolume.desc(), t.id),
     index('event_groups_status_cat_idx').on(t.status, t.category, t.totalVolume.desc(), t.id),
+    index('event_groups_category_idx').on(t.category, t.totalVolume.desc(), t.id),
   ],
 );
 
@@ -63,5 +64,6 @@ export const priceHistory = pgTable(
     ts: timestamp('ts', { withTimezone: true }).notNull(),
     price: doublePrecision('price').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.marketId, t.ts] })],
+  // The ts index serves the time-window compaction in price-sync (ts ranges across all markets).
+  (t) => [primaryKey({ columns: [t.marketId, t.ts] }), index('price_history_ts_idx').on(t.ts)],
 );

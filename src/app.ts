@@ -17,6 +17,8 @@ import { healthRoutes } from './domains/health/plugin.js';
 import { messengerRoutes } from './domains/messenger/plugin.js';
 
 import { authRoutes } from './domains/auth/plugin.js';
+
+import { eventsRoutes } from './domains/events/plugin.js';
 import { jobsPlugin } from './jobs/plugin.js';
 import { jobRoutes } from './jobs/routes.js';
 import { jobDefinitions, priceChangeHooks } from './jobs/registry.js';
@@ -149,6 +151,8 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   // Domains
   await app.register(healthRoutes);
   await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot' });
+
+  await app.register(eventsRoutes, { prefix: '/api/v1/events' });
 
   await app.register(authRoutes, { prefix: '/api/v1/auth' });
 

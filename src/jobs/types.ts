@@ -20,6 +20,8 @@ export interface JobDeps {
 export interface JobHooks {
   /** Called by price-sync with the markets whose price changed in this cycle. */
   onPricesChanged: Array<(deps: JobDeps, changes: PriceChange[]) => Promise<void>>;
+  /** Called by events-sync and price-sync after they wrote event groups or markets (read caches drop). */
+  onEventsChanged?: Array<(deps: JobDeps) => Promise<void>>;
 }
 
 export interface PriceChange {

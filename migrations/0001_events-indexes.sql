@@ -1,0 +1,2 @@
+CREATE INDEX "event_groups_category_idx" ON "event_groups" USING btree ("category","total_volume" DESC NULLS LAST,"id");--> statement-breakpoint
+CREATE INDEX "price_history_ts_idx" ON "price_history" USING btree ("ts");

@@ -1,0 +1,109 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { problemResponses } from '../../errors.js';
+import { normalizeCategory } from '../../venues/groups.js';
+import { createResponseCache } from './cache.js';
+import {
+  ChartQuerySchema,
+  ChartSchema,
+  EventDetailSchema,
+  EventListQuerySchema,
+  EventListSchema,
+  SlugParamsSchema,
+} from './schemas.js';
+import { getChart, getEvent, listEvents } from './service.js';
+
+/** Longest a response may be served after another instance's job changed the data. */
+export const EVENTS_CACHE_TTL_MS = 5_000;
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * GET /api/v1/events, /events/:slug and /events/:slug/chart (seed-api.md
+ * §4.7, decisions.md §5), all public. Responses are serialised once and
+ * served from a short per-instance cache (see cache.ts); the sync jobs of
+ * this process clear it when they write.
+ */
+export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
+  const cache = createResponseCache({ ttlMs: EVENTS_CACHE_TTL_MS, maxEntries: 5_000 });
+  const deps = { db: app.db, dbh: app.dbh, clock: app.clock };
+  const cacheNote = `Served from a per-instance cache refreshed when the sync jobs write (at most ${EVENTS_CACHE_TTL_MS / 1000} s stale).`;
+
+  app.addHook('onReady', async () => {
+    // app.jobs is registered after the domains; hook into it once everything is loaded.
+    const hooks = app.jobs?.hooks;
+    if (!hooks) return;
+    hooks.onEventsChanged ??= [];
+    hooks.onEventsChanged.push(async () => cache.clear());
+    hooks.onPricesChanged.push(async () => cache.clear());
+  });
+
+  app.get(
+    '/',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'listEvents',
+        tags: ['events'],
+        summary: 'Event groups from Polymarket and Kalshi, by total volume',
+        description:
+          'Ordered by `totalVolume` descending, then `id`. `category` is matched case-insensitively (categories are stored upper case); ' +
+          '`status` is one of active, closed, resolved (every status when omitted). `limit` 1–100 (default 50; over 100 is a 400), `offset` ≥ 0. ' +
+          `\`total\` counts every group matching the filters. ${cacheNote}`,
+        querystring: EventListQuerySchema,
+        response: { 200: EventListSchema, ...problemResponses(400) },
+      },
+    },
+    async (request, reply) => {
+      const q = request.query;
+      const key = `l|${q.category !== undefined ? normalizeCategory(q.category) : ''}|${q.status ?? ''}|${q.limit}|${q.offset}`;
+      const body = await cache.get(key, async () => JSON.stringify(EventListSchema.parse(await listEvents(deps, q))));
+      return reply.type(JSON_TYPE).send(body as never); // pre-serialised: Fastify sends JSON strings as they are
+    },
+  );
+
+  app.get(
+    '/:slug',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'getEvent',
+        tags: ['events'],
+        summary: 'One event group with its markets',
+        description: `Markets ordered by volume descending. No \`marketCount\` or \`imageUrl\` here (seed-api.md §2). 404 NOT_FOUND for an unknown slug. ${cacheNote}`,
+        params: SlugParamsSchema,
+        response: { 200: EventDetailSchema, ...problemResponses(400, 404) },
+      },
+    },
+    async (request, reply) => {
+      const { slug } = request.params;
+      const body = await cache.get(`d|${slug}`, async () => JSON.stringify(EventDetailSchema.parse(await getEvent(deps, slug))));
+      return reply.type(JSON_TYPE).send(body as never); // pre-serialised: Fastify sends JSON strings as they are
+    },
+  );
+
+  app.get(
+    '/:slug/chart',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'getEventChart',
+        tags: ['events'],
+        summary: 'Price history of the group’s top markets, for a multi-line chart',
+        description:
+          '`range`: 1D, 1W (default), 1M or ALL (since the first stored point). `markets`: lines to draw, 1–10 (default 5), the group’s markets with the most volume. ' +
+          'At most 300 points per line: the range is cut into 299 equal buckets and each keeps its last price; the first point carries the last price before the range to its start. ' +
+          `Stored history: minute points for the last day, hourly up to 90 days, daily beyond. ${cacheNote}`,
+        params: SlugParamsSchema,
+        querystring: ChartQuerySchema,
+        response: { 200: ChartSchema, ...problemResponses(400, 404) },
+      },
+    },
+    async (request, reply) => {
+      const { slug } = request.params;
+      const q = request.query;
+      const body = await cache.get(`c|${slug}|${q.range}|${q.markets}`, async () =>
+        JSON.stringify(ChartSchema.parse(await getChart(deps, slug, q))),
+      );
+      return reply.type(JSON_TYPE).send(body as never); // pre-serialised: Fastify sends JSON strings as they are
+    },
+  );
+};

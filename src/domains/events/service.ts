@@ -1,0 +1,94 @@
+import type { Db, DbHandle } from '../../db/index.js';
+import { notFound } from '../../errors.js';
+import { normalizeCategory } from '../../venues/groups.js';
+import { selectChartPoints, selectFirstPointAt, selectGroupBySlug, selectGroups, selectMarketsOfGroup } from './queries.js';
+import type { Chart, ChartQuery, EventDetail, EventListQuery, EventSummary } from './schemas.js';
+
+export interface EventsDeps {
+  db: Db;
+  dbh: DbHandle;
+  clock: () => Date;
+}
+
+/**
+ * Shown when a venue has no image for an event (Kalshi events never carry
+ * one): a neutral rounded square, as a data URL so it needs no host of ours.
+ */
+export const FALLBACK_IMAGE_URL =
+  "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 64 64'%3E%3Crect width='64' height='64' rx='12' fill='%23e5e7eb'/%3E%3C/svg%3E";
+
+/** At most 300 points per chart line: 299 buckets plus the carried-in start point. */
+export const CHART_MAX_POINTS = 300;
+const RANGE_MS = { '1D': 86_400_000, '1W': 7 * 86_400_000, '1M': 30 * 86_400_000 } as const;
+
+export async function listEvents(deps: EventsDeps, q: EventListQuery): Promise<{ events: EventSummary[]; total: number }> {
+  const { rows, total } = await selectGroups(deps.db, {
+    // Stored categories are normalised; the filter goes through the same function, so any case matches.
+    category: q.category !== undefined ? normalizeCategory(q.category) : undefined,
+    status: q.status,
+    limit: q.limit,
+    offset: q.offset,
+  });
+  return {
+    events: rows.map((r) => ({
+      id: r.id,
+      slug: r.slug,
+      title: r.title,
+      category: r.category,
+      marketCount: r.marketCount,
+      totalVolume: r.totalVolume,
+      status: r.status as EventSummary['status'],
+      imageUrl: r.imageUrl ?? FALLBACK_IMAGE_URL,
+    })),
+    total,
+  };
+}
+
+export async function getEvent(deps: EventsDeps, slug: string): Promise<EventDetail> {
+  const g = await selectGroupBySlug(deps.db, slug);
+  if (!g) throw notFound('Event');
+  const ms = await selectMarketsOfGroup(deps.db, g.id);
+  return {
+    id: g.id,
+    slug: g.slug,
+    title: g.title,
+    category: g.category,
+    totalVolume: g.totalVolume,
+    status: g.status as EventDetail['status'],
+    description: g.description,
+    markets: ms.map((m) => ({ id: m.id, title: m.title, yesPrice: m.yesPrice ?? 0, volume: m.volume })),
+  };
+}
+
+export async function getChart(deps: EventsDeps, slug: string, q: ChartQuery): Promise<Chart> {
+  const g = await selectGroupBySlug(deps.db, slug);
+  if (!g) throw notFound('Event');
+  const ms = await selectMarketsOfGroup(deps.db, g.id, q.markets);
+  if (ms.length === 0) return { outcomes: [] };
+  const to = deps.clock();
+  const ids = ms.map((m) => m.id);
+  let from: Date;
+  if (q.range === 'ALL') {
+    const first = await selectFirstPointAt(deps.dbh, ids);
+    from = first && first < to ? first : new Date(to.getTime() - RANGE_MS['1D']);
+  } else from = new Date(to.getTime() - RANGE_MS[q.range]);
+  const rows = await selectChartPoints(deps.dbh, ids, from, to, CHART_MAX_POINTS - 1);
+  const byMarket = new Map<string, Array<{ t: number; price: number }>>();
+  for (const r of rows) {
+    const list = byMarket.get(r.market_id) ?? [];
+    list.push({ t: new Date(r.ts).getTime(), price: Number(r.price) });
+    byMarket.set(r.market_id, list);
+  }
+  return {
+    outcomes: ms.map((m) => ({
+      marketId: m.id,
+      title: m.title,
+      dataPoints: (byMarket.get(m.id) ?? [])
+        .sort((a, b) => a.t - b.t)
+        // A point exactly at the range start supersedes the carried-in one.
+        .filter((p, i, all) => i === all.length - 1 || all[i + 1].t !== p.t)
+        .slice(-CHART_MAX_POINTS)
+        .map((p) => ({ timestamp: new Date(p.t).toISOString(), price: p.price })),
+    })),
+  };
+}

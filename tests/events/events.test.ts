@@ -1,0 +1,388 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { loadSampleData, startFakeVenues, type FakeVenues } from '../fakes/venues/index.js';
+import type { PriceChange } from '../../src/jobs/types.js';
+
+let venues: FakeVenues;
+let t: TestApp;
+const published: Array<{ channel: string; event: string; payload: any }> = [];
+const hookCalls: PriceChange[][] = [];
+
+beforeAll(async () => {
+  venues = await startFakeVenues(loadSampleData());
+  t = await buildTestApp({ ...venues.env, INTERNAL_API_TOKEN: 'internal-token-0123456789' });
+  t.app.bus.on('publish', (m) => published.push(m));
+  t.app.jobs.hooks.onPricesChanged.push(async (_deps, changes) => {
+    hookCalls.push(changes);
+  });
+  const outcome = await t.app.jobs.run('events-sync');
+  expect(outcome).toMatchObject({ name: 'events-sync', ok: true });
+});
+afterAll(async () => {
+  await t?.close();
+  await venues?.close();
+});
+
+const get = (url: string) => t.app.inject({ method: 'GET', url });
+const gammaEvent = (id: string) => venues.gamma.state.events.find((e) => e.id === id);
+const kalshiEvent = (ticker: string) => venues.kalshi.state.events.find((e) => e.event_ticker === ticker);
+
+function expectProblem(res: Awaited<ReturnType<typeof get>>, status: number, code: string) {
+  expect(res.statusCode).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  expect(res.json()).toMatchObject({ status, code });
+}
+
+describe('events-sync ingestion', () => {
+  it('lists every group of both venues, by total volume then id, with summary fields only', async () => {
+    const res = await get('/api/v1/events?limit=100');
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(body.total).toBe(11);
+    expect(body.events).toHaveLength(11);
+    for (const e of body.events) {
+      expect(Object.keys(e).sort()).toEqual(['category', 'id', 'imageUrl', 'marketCount', 'slug', 'status', 'title', 'totalVolume']);
+      expect(e.imageUrl).toMatch(/^(https:\/\/|data:image\/svg\+xml,)/);
+      expect(e.category).toBe(e.category.toUpperCase());
+    }
+    const vols = body.events.map((e: any) => e.totalVolume);
+    expect(vols).toEqual([...vols].sort((a, b) => b - a));
+  });
+
+  it('maps a Polymarket group and its markets field by field', async () => {
+    const list = (await get('/api/v1/events?limit=100')).json().events;
+    const summary = list.find((e: any) => e.slug === 'fed-decision-in-december');
+    expect(summary).toEqual({
+      id: 'pm-16085',
+      slug: 'fed-decision-in-december',
+      title: 'Fed decision in December?',
+      category: 'ECONOMICS',
+      marketCount: 3,
+      totalVolume: 1834211.55 + 4102334.1 + 2990871.4,
+      status: 'active',
+      imageUrl: 'https://polymarket-upload.s3.us-east-2.amazonaws.com/fed-decision-in-december.png',
+    });
+    const detail = (await get('/api/v1/events/fed-decision-in-december')).json();
+    expect(detail).toEqual({
+      id: 'pm-16085',
+      slug: 'fed-decision-in-december',
+      title: 'Fed decision in December?',
+      category: 'ECONOMICS',
+      totalVolume: summary.totalVolume,
+      status: 'active',
+      description: gammaEvent('16085').description,
+      markets: [
+        { id: 'pm-516711', title: 'Fed decreases interest rates by 25 bps after December 2026 meeting?', yesPrice: 0.615, volume: 4102334.1 },
+        { id: 'pm-516712', title: 'No change in Fed interest rates after December 2026 meeting?', yesPrice: 0.335, volume: 2990871.4 },
+        { id: 'pm-516710', title: 'Fed decreases interest rates by 50+ bps after December 2026 meeting?', yesPrice: 0.045, volume: 1834211.55 },
+      ],
+    });
+    expect(detail).not.toHaveProperty('marketCount');
+    expect(detail).not.toHaveProperty('imageUrl');
+  });
+
+  it('maps a Kalshi group: yes_sub_title titles, midpoint rule, -kalshi suffix on a slug collision', async () => {
+    const pm = (await get('/api/v1/events/kxfedchair-27')).json();
+    expect(pm.id).toBe('pm-60777');
+    const ks = (await get('/api/v1/events/kxfedchair-27-kalshi')).json();
+    expect(ks).toEqual({
+      id: 'ks-KXFEDCHAIR-27',
+      slug: 'kxfedchair-27-kalshi',
+      title: 'Who will be the next Fed chair?',
+      category: 'POLITICS',
+      totalVolume: 151200 + 120450 + 30010,
+      status: 'active',
+      description: 'Nominee confirmed by 2027',
+      markets: [
+        { id: 'ks-KXFEDCHAIR-27-KH', title: 'Kevin Hassett', yesPrice: 0.415, volume: 151200 },
+        { id: 'ks-KXFEDCHAIR-27-KW', title: 'Kevin Warsh', yesPrice: 0.345, volume: 120450 },
+        // bid 0 / ask 1: spread ≥ 0.5, so the last price.
+        { id: 'ks-KXFEDCHAIR-27-CW', title: 'Christopher Waller', yesPrice: 0.08, volume: 30010 },
+      ],
+    });
+    const noCollision = (await get('/api/v1/events/kxbalance-29')).json();
+    expect(noCollision.id).toBe('ks-KXBALANCE-29');
+  });
+
+  it('gives groups without a venue image the documented placeholder URL', async () => {
+    const list = (await get('/api/v1/events?limit=100')).json().events;
+    const ks = list.find((e: any) => e.id === 'ks-KXBALANCE-29');
+    const noImage = list.find((e: any) => e.id === 'pm-41200');
+    expect(ks.imageUrl).toMatch(/^data:image\/svg\+xml,/);
+    expect(noImage.imageUrl).toBe(ks.imageUrl);
+    expect(ks.category).toBe('POLITICS');
+    expect(list.find((e: any) => e.id === 'ks-KXHIGHNY-26DEC31').category).toBe('CLIMATE_AND_WEATHER');
+  });
+
+  it('backfills the price history of first-seen markets from the CLOB and Kalshi candlesticks', async () => {
+    const clobCalls = venues.clob.requests.filter((r) => r.path === '/prices-history');
+    expect(clobCalls.length).toBeGreaterThan(0);
+    for (const c of clobCalls) {
+      expect(c.query.get('interval')).toBe('max');
+      expect(c.query.get('fidelity')).toBe('60');
+    }
+    expect(clobCalls.map((c) => c.query.get('market'))).toContain('5167117798525993704530879381657991663859057218');
+    const candleCalls = venues.kalshi.requests.filter((r) => r.path.endsWith('/candlesticks'));
+    expect(candleCalls.map((c) => c.path)).toContain('/series/KXFEDCHAIR/markets/KXFEDCHAIR-27-KH/candlesticks');
+    for (const c of candleCalls) {
+      expect(c.query.get('period_interval')).toBe('60');
+      expect(Number(c.query.get('end_ts'))).toBeGreaterThan(Number(c.query.get('start_ts')));
+    }
+    const [row] = await t.db.rows<{ n: number }>(sql`select count(*)::int as n from markets where history_backfilled_at is null`);
+    expect(Number(row.n)).toBe(0);
+    const chart = (await get('/api/v1/events/kxfedchair-27-kalshi/chart?range=1W&markets=1')).json();
+    expect(chart.outcomes[0].dataPoints.length).toBeGreaterThan(24);
+  });
+
+  it('calls the listing endpoints with exactly the parameters of venues.md', () => {
+    const g = venues.gamma.requests.find((r) => r.path === '/events')!;
+    expect(Object.fromEntries(g.query)).toEqual({ active: 'true', closed: 'false', order: 'volume24hr', ascending: 'false', limit: '100', offset: '0' });
+    const k = venues.kalshi.requests.find((r) => r.path === '/events')!;
+    expect(Object.fromEntries(k.query)).toEqual({ status: 'open', with_nested_markets: 'true', limit: '200' });
+  });
+});
+
+describe('GET /api/v1/events filters and paging', () => {
+  it('filters by category in any case, and by status', async () => {
+    for (const c of ['politics', 'POLITICS', 'PoLiTiCs']) {
+      const body = (await get(`/api/v1/events?category=${c}`)).json();
+      expect(body.total).toBe(4);
+      expect(body.events.every((e: any) => e.category === 'POLITICS')).toBe(true);
+    }
+    expect((await get('/api/v1/events?category=climate%20and%20weather')).json().total).toBe(1);
+    expect((await get('/api/v1/events?status=active')).json().total).toBe(11);
+    expect((await get('/api/v1/events?status=resolved')).json()).toEqual({ events: [], total: 0 });
+    expect((await get('/api/v1/events?category=nothing-here')).json()).toEqual({ events: [], total: 0 });
+  });
+
+  it('pages cover every group exactly once', async () => {
+    const seen: string[] = [];
+    for (let offset = 0; offset < 20; offset += 3) {
+      const body = (await get(`/api/v1/events?limit=3&offset=${offset}`)).json();
+      expect(body.total).toBe(11);
+      seen.push(...body.events.map((e: any) => e.id));
+    }
+    expect(seen).toHaveLength(11);
+    expect(new Set(seen).size).toBe(11);
+  });
+
+  it('rejects bad query values with 400 VALIDATION_ERROR', async () => {
+    for (const q of ['limit=101', 'limit=0', 'limit=abc', 'offset=-1', 'status=open', 'category=' + 'x'.repeat(65)]) {
+      expectProblem(await get(`/api/v1/events?${q}`), 400, 'VALIDATION_ERROR');
+    }
+    expect((await get('/api/v1/events?limit=100')).statusCode).toBe(200);
+  });
+
+  it('answers 404 NOT_FOUND problem+json for an unknown slug, on detail and chart', async () => {
+    expectProblem(await get('/api/v1/events/no-such-event'), 404, 'NOT_FOUND');
+    expectProblem(await get('/api/v1/events/no-such-event/chart'), 404, 'NOT_FOUND');
+  });
+
+  it('needs no token', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/events', headers: { authorization: 'Bearer nonsense' } });
+    expect(res.statusCode).toBe(200);
+  });
+});
+
+describe('GET /api/v1/events/:slug/chart', () => {
+  it('draws the top markets by volume, ≤ 300 points each, in time order within the range', async () => {
+    for (const range of ['1D', '1W', '1M', 'ALL']) {
+      const res = await get(`/api/v1/events/nba-champion-2027/chart?range=${range}&markets=3`);
+      expect(res.statusCode).toBe(200);
+      const body = res.json();
+      expect(body.outcomes.map((o: any) => o.marketId)).toEqual(['pm-702101', 'pm-702102', 'pm-702103']);
+      for (const o of body.outcomes) {
+        expect(Object.keys(o).sort()).toEqual(['dataPoints', 'marketId', 'title']);
+        expect(o.dataPoints.length).toBeGreaterThan(0);
+        expect(o.dataPoints.length).toBeLessThanOrEqual(300);
+        const ts = o.dataPoints.map((p: any) => Date.parse(p.timestamp));
+        expect(ts.every((x: number) => Number.isFinite(x))).toBe(true);
+        expect(ts).toEqual([...ts].sort((a, b) => a - b));
+        for (const p of o.dataPoints) expect(p.price).toBeGreaterThanOrEqual(0);
+        if (range === '1D') expect(ts[0]).toBeGreaterThanOrEqual(Date.now() - 86_400_000 - 60_000);
+      }
+    }
+  });
+
+  it('defaults to 1W and 5 lines; bounds markets to 1..10 and range to its enum', async () => {
+    const body = (await get('/api/v1/events/nba-champion-2027/chart')).json();
+    expect(body.outcomes).toHaveLength(4);
+    expect((await get('/api/v1/events/nba-champion-2027/chart?markets=1')).json().outcomes).toHaveLength(1);
+    for (const q of ['markets=0', 'markets=11', 'range=2D', 'range=1w']) {
+      expectProblem(await get(`/api/v1/events/nba-champion-2027/chart?${q}`), 400, 'VALIDATION_ERROR');
+    }
+  });
+
+  it('downsamples a dense history to at most 300 points', async () => {
+    const now = Date.now();
+    const rows = Array.from({ length: 1440 }, (_, i) => ({ t: new Date(now - i * 60_000).toISOString(), p: (i % 100) / 100 }));
+    await t.db.rows(
+      sql`insert into price_history (market_id, ts, price)
+          select 'pm-905001', t, p from json_to_recordset(${JSON.stringify(rows)}::json) as x(t timestamptz, p float8)
+          on conflict do nothing`,
+    );
+    const body = (await get('/api/v1/events/which-party-wins-the-house-2026/chart?range=1D&markets=1')).json();
+    const pts = body.outcomes[0].dataPoints;
+    expect(pts.length).toBeGreaterThan(250);
+    expect(pts.length).toBeLessThanOrEqual(300);
+  });
+});
+
+describe('price-sync', () => {
+  it('makes a venue price change visible, publishes market:update and calls the alert hook', async () => {
+    const e = gammaEvent('30112');
+    e.markets[0].outcomePrices = '["0.31", "0.69"]';
+    const k = kalshiEvent('KXBALANCE-29');
+    k.markets[0].yes_bid_dollars = '0.2000';
+    k.markets[0].yes_ask_dollars = '0.2200';
+    published.length = 0;
+    hookCalls.length = 0;
+    const outcome = await t.app.jobs.run('price-sync');
+    expect(outcome).toMatchObject({ ok: true, items: 2 });
+
+    const detail = (await get('/api/v1/events/nba-champion-2027')).json();
+    expect(detail.markets.find((m: any) => m.id === 'pm-702101').yesPrice).toBe(0.31);
+    expect((await get('/api/v1/events/kxbalance-29')).json().markets[0].yesPrice).toBe(0.21);
+
+    const updates = published.filter((p) => p.event === 'market:update');
+    expect(updates.map((u) => u.channel).sort()).toEqual(['market:ks-KXBALANCE-29', 'market:pm-702101']);
+    const u = updates.find((x) => x.channel === 'market:pm-702101')!;
+    expect(u.payload).toEqual({ marketId: 'pm-702101', yesPrice: 0.31, volume: 5123000, timestamp: expect.any(String) });
+    expect(new Date(u.payload.timestamp).toISOString()).toBe(u.payload.timestamp);
+    expect(hookCalls).toHaveLength(1);
+    expect(hookCalls[0].map((c) => c.marketId).sort()).toEqual(['ks-KXBALANCE-29', 'pm-702101']);
+
+    const [h] = await t.db.rows<{ price: number }>(sql`select price from price_history where market_id = 'pm-702101' order by ts desc limit 1`);
+    expect(Number(h.price)).toBe(0.31);
+  });
+
+  it('publishes nothing when no price changed', async () => {
+    published.length = 0;
+    const outcome = await t.app.jobs.run('price-sync');
+    expect(outcome).toMatchObject({ ok: true, items: 0 });
+    expect(published.filter((p) => p.event === 'market:update')).toHaveLength(0);
+  });
+
+  it('refreshes volumes and the group total', async () => {
+    const e = gammaEvent('45501');
+    e.markets[0].volumeNum = 100000;
+    await t.app.jobs.run('price-sync');
+    const s = (await get('/api/v1/events?category=crypto')).json().events.find((x: any) => x.id === 'pm-45501');
+    expect(s.totalVolume).toBe(100000);
+  });
+});
+
+describe('venue outages and malformed rows', () => {
+  it('a venue answering 500 fails the run, records it, and keeps serving the last good data', async () => {
+    const before = (await get('/api/v1/events?limit=100')).json();
+    venues.gamma.state.events.find((x) => x.id === '30112').markets[0].outcomePrices = '["0.5", "0.5"]';
+    venues.gamma.down(true, 500);
+    venues.kalshi.down(true, 502);
+    try {
+      const outcome = await t.app.jobs.run('price-sync');
+      expect(outcome.ok).toBe(false);
+      expect(outcome.error).toMatch(/polymarket.*kalshi/);
+      const events = await t.app.jobs.run('events-sync');
+      expect(events.ok).toBe(false);
+    } finally {
+      venues.gamma.down(false);
+      venues.kalshi.down(false);
+    }
+    expect((await get('/api/v1/events?limit=100')).json()).toEqual(before);
+    expect((await get('/api/v1/events/nba-champion-2027')).json().markets[0].yesPrice).toBe(0.31);
+    const runs = await t.app.inject({ method: 'GET', url: '/api/v1/internal/jobs', headers: { authorization: 'Bearer internal-token-0123456789' } });
+    const last = runs.json().jobs.find((j: any) => j.name === 'events-sync');
+    expect(last).toMatchObject({ ok: false, error: expect.stringMatching(/venue listing failed/) });
+    venues.gamma.state.events.find((x) => x.id === '30112').markets[0].outcomePrices = '["0.31", "0.69"]';
+  });
+
+  it('one venue down does not stop the other from updating', async () => {
+    kalshiEvent('KXBALANCE-29').markets[0].yes_ask_dollars = '0.2400';
+    venues.gamma.down(true, 503);
+    try {
+      const outcome = await t.app.jobs.run('price-sync');
+      expect(outcome.ok).toBe(false);
+    } finally {
+      venues.gamma.down(false);
+    }
+    expect((await get('/api/v1/events/kxbalance-29')).json().markets[0].yesPrice).toBe(0.22);
+    expect((await get('/api/v1/events?limit=100')).json().total).toBe(11);
+  });
+
+  it('malformed rows are skipped and counted: the job succeeds and their previous data stays', async () => {
+    const e = gammaEvent('23246');
+    const good = e.markets[0];
+    e.markets[0] = { ...good, outcomePrices: 'not json' };
+    const k = kalshiEvent('KXBTCY-26');
+    const savedTitle = k.title;
+    k.title = 12345; // malformed event row: its ticker is still on the open list
+    venues.gamma.state.events.push({ id: 'oops', title: null });
+    try {
+      const outcome = await t.app.jobs.run('events-sync');
+      expect(outcome.ok).toBe(true);
+      const p = await t.app.jobs.run('price-sync');
+      expect(p.ok).toBe(true);
+    } finally {
+      e.markets[0] = good;
+      k.title = savedTitle;
+      venues.gamma.state.events.pop();
+    }
+    const detail = (await get('/api/v1/events/bitcoin-above-on-december-31')).json();
+    expect(detail.markets.find((m: any) => m.id === 'pm-601001').yesPrice).toBe(0.72);
+    const btc = (await get('/api/v1/events/kxbtcy-26')).json();
+    expect(btc.status).toBe('active');
+    expect(btc.markets).toHaveLength(2);
+  });
+});
+
+describe('groups that leave the open list', () => {
+  it('re-reads a Polymarket group by id and takes its resolved status; a 404 closes it', async () => {
+    const fed = gammaEvent('16085');
+    fed.closed = true;
+    for (const m of fed.markets) {
+      m.closed = true;
+      m.umaResolutionStatus = 'resolved';
+    }
+    fed.markets[1].outcomePrices = '["1", "0"]';
+    fed.markets[0].outcomePrices = '["0", "1"]';
+    fed.markets[2].outcomePrices = '["0", "1"]';
+    const idx = venues.gamma.state.events.findIndex((x) => x.id === '45501');
+    const [eth] = venues.gamma.state.events.splice(idx, 1);
+    venues.gamma.reset();
+    try {
+      const outcome = await t.app.jobs.run('events-sync');
+      expect(outcome.ok).toBe(true);
+      expect(venues.gamma.requests.map((r) => r.path)).toEqual(expect.arrayContaining(['/events/16085', '/events/45501']));
+      const detail = (await get('/api/v1/events/fed-decision-in-december')).json();
+      expect(detail.status).toBe('resolved');
+      expect(detail.markets.find((m: any) => m.id === 'pm-516711').yesPrice).toBe(1);
+      expect((await get('/api/v1/events/ethereum-up-or-down-this-week')).json().status).toBe('closed');
+      expect((await get('/api/v1/events?status=resolved')).json().events.map((x: any) => x.id)).toEqual(['pm-16085']);
+    } finally {
+      venues.gamma.state.events.splice(idx, 0, eth);
+    }
+  });
+
+  it('closes a Kalshi group that left the open list, and reopens it when it comes back', async () => {
+    const highny = kalshiEvent('KXHIGHNY-26DEC31');
+    for (const m of highny.markets) m.status = 'closed';
+    await t.app.jobs.run('events-sync');
+    expect((await get('/api/v1/events/kxhighny-26dec31')).json().status).toBe('closed');
+    expect((await get('/api/v1/events?status=closed')).json().events.map((x: any) => x.id)).toContain('ks-KXHIGHNY-26DEC31');
+    for (const m of highny.markets) m.status = 'active';
+    await t.app.jobs.run('events-sync');
+    expect((await get('/api/v1/events/kxhighny-26dec31')).json().status).toBe('active');
+  });
+});
+
+describe('concurrent jobs', () => {
+  it('events-sync and price-sync running at once both succeed and agree', async () => {
+    const e = gammaEvent('52010');
+    e.markets[0].outcomePrices = '["0.7", "0.3"]';
+    const runs = await Promise.all([t.app.jobs.run('events-sync'), t.app.jobs.run('price-sync'), t.app.jobs.run('events-sync')]);
+    for (const r of runs) expect(r.ok).toBe(true);
+    const detail = (await get('/api/v1/events/which-party-wins-the-house-2026')).json();
+    expect(detail.markets.find((m: any) => m.id === 'pm-905001').yesPrice).toBe(0.7);
+  });
+});

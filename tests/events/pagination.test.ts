@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { startFakeVenues, type FakeVenues } from '../fakes/venues/index.js';
+import { generateGammaEvents } from '../fakes/venues/gamma.js';
+import { kalshiEvent, kalshiMarket } from '../fakes/venues/kalshi.js';
+import { compactHistory } from '../../src/domains/events/ingest.js';
+
+let venues: FakeVenues;
+let t: TestApp;
+const GAMMA_EVENTS = 230; // 3 pages of 100
+const KALSHI_EVENTS = 450; // 3 pages of 200
+
+beforeAll(async () => {
+  const kalshi = Array.from({ length: KALSHI_EVENTS }, (_, i) =>
+    kalshiEvent(`KXGEN-${i}`, 'KXGEN', `Generated Kalshi event ${i}`, i % 2 ? 'Sports' : 'Economics', [
+      kalshiMarket(`KXGEN-${i}-A`, `KXGEN-${i}`, `Outcome ${i}`, 0.4, 0.42, 0.41, 100 + i),
+    ]),
+  );
+  venues = await startFakeVenues({ gamma: generateGammaEvents(GAMMA_EVENTS, 2), kalshi });
+  t = await buildTestApp(venues.env);
+  const outcome = await t.app.jobs.run('events-sync');
+  expect(outcome.ok).toBe(true);
+});
+afterAll(async () => {
+  await t?.close();
+  await venues?.close();
+});
+
+describe('venue pagination', () => {
+  it('pages Gamma by offset until a short page', () => {
+    const offsets = venues.gamma.requests.filter((r) => r.path === '/events').map((r) => r.query.get('offset'));
+    expect(offsets).toEqual(['0', '100', '200']);
+  });
+
+  it('pages Kalshi by cursor until the cursor is empty', () => {
+    const calls = venues.kalshi.requests.filter((r) => r.path === '/events');
+    expect(calls).toHaveLength(3);
+    expect(calls[0].query.has('cursor')).toBe(false);
+    expect(calls[1].query.get('cursor')).toBeTruthy();
+    expect(calls[2].query.get('cursor')).not.toBe(calls[1].query.get('cursor'));
+  });
+
+  it('ingests every group of every page', async () => {
+    const body = (await t.app.inject({ method: 'GET', url: '/api/v1/events?limit=1' })).json();
+    expect(body.total).toBe(GAMMA_EVENTS + KALSHI_EVENTS);
+    const [m] = await t.db.rows<{ n: number }>(sql`select count(*)::int as n from markets`);
+    expect(Number(m.n)).toBe(GAMMA_EVENTS * 2 + KALSHI_EVENTS);
+  });
+
+  it('API paging with limit 100 covers every group once, in a stable order', async () => {
+    const ids: string[] = [];
+    let total = 0;
+    for (let offset = 0; ; offset += 100) {
+      const body = (await t.app.inject({ method: 'GET', url: `/api/v1/events?limit=100&offset=${offset}` })).json();
+      total = body.total;
+      if (body.events.length === 0) break;
+      ids.push(...body.events.map((e: any) => e.id));
+    }
+    expect(ids).toHaveLength(total);
+    expect(new Set(ids).size).toBe(total);
+    const sports = (await t.app.inject({ method: 'GET', url: '/api/v1/events?category=sports&limit=100' })).json();
+    // Odd Kalshi events and every fourth generated Gamma event (g % 4 === 1) are SPORTS.
+    expect(sports.total).toBe(KALSHI_EVENTS / 2 + 58);
+  });
+});
+
+describe('history compaction', () => {
+  it('keeps minute points for a day, the last point per hour up to 90 days, per day beyond', async () => {
+    const now = new Date('2030-01-10T12:00:30Z');
+    const base = Date.parse('2030-01-10T12:00:00Z');
+    const rows: Array<{ t: string; p: number }> = [];
+    // 3 hours of minute points ending 30 h ago, 10 minute points in the last hour, 3 days of hourly points ~100 days ago.
+    for (let i = 0; i < 180; i++) rows.push({ t: new Date(base - 30 * 3_600_000 - i * 60_000).toISOString(), p: i / 1000 });
+    for (let i = 0; i < 10; i++) rows.push({ t: new Date(base - i * 60_000).toISOString(), p: 0.5 });
+    for (let i = 0; i < 72; i++) rows.push({ t: new Date(base - 100 * 86_400_000 - i * 3_600_000).toISOString(), p: 0.2 });
+    await t.db.rows(
+      sql`insert into price_history (market_id, ts, price)
+          select 'ks-KXGEN-0-A', t, p from json_to_recordset(${JSON.stringify(rows)}::json) as x(t timestamptz, p float8)`,
+    );
+    const deps = { ...t.app.jobs.deps(), clock: () => now };
+    await t.db.rows(sql`delete from job_runs where name = 'price-sync'`);
+    const removed = await compactHistory(deps);
+    expect(removed).toBeGreaterThan(0);
+    const count = async (from: number, to: number) => {
+      const [r] = await t.db.rows<{ n: number }>(
+        sql`select count(*)::int as n from price_history where market_id = 'ks-KXGEN-0-A'
+            and ts >= ${new Date(from).toISOString()}::timestamptz and ts < ${new Date(to).toISOString()}::timestamptz`,
+      );
+      return Number(r.n);
+    };
+    expect(await count(base - 3_600_000, base + 60_000)).toBe(10); // last day: untouched
+    // 180 minutes ending 30 h ago span 4 clock hours → one point each.
+    expect(await count(base - 34 * 3_600_000, base - 29 * 3_600_000)).toBe(4);
+    // 72 hourly points ~100 days ago span 4 calendar days → one point each.
+    expect(await count(base - 104 * 86_400_000, base - 99 * 86_400_000)).toBe(4);
+    // The kept point of an hour is its last one.
+    const [last] = await t.db.rows<{ price: number }>(
+      sql`select price from price_history where market_id = 'ks-KXGEN-0-A' and ts < ${new Date(base - 29 * 3_600_000).toISOString()}::timestamptz
+          and ts >= ${new Date(base - 31 * 3_600_000).toISOString()}::timestamptz order by ts desc limit 1`,
+    );
+    expect(Number(last.price)).toBe(0);
+    // Idempotent.
+    expect(await compactHistory(deps)).toBe(0);
+  });
+});
