@@ -1,3 +1,4 @@
+import { checkPriceAlerts } from '../domains/alerts/service.js';
 import type { JobDefinition, JobHooks } from './types.js';
 
 /**
@@ -8,4 +9,8 @@ import type { JobDefinition, JobHooks } from './types.js';
 export const jobDefinitions: JobDefinition[] = [];
 
 /** Run by price-sync after each cycle with the prices that changed (the price-alert check). */
-export const priceChangeHooks: JobHooks['onPricesChanged'] = [];
+export const priceChangeHooks: JobHooks['onPricesChanged'] = [
+  async (deps, changes) => {
+    await checkPriceAlerts(deps, changes);
+  },
+];
