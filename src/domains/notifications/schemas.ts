@@ -16,7 +16,7 @@ export const NotificationSchema = z
   .meta({ id: 'Notification' });
 export type NotificationJson = z.infer<typeof NotificationSchema>;
 
-export const ListNotificationsQuerySchema = z.strictObject({
+export const ListNotificationsQuerySchema = z.object({
   // Query strings are text: only the exact words true/false are accepted.
   read: z
     .enum(['true', 'false'])
