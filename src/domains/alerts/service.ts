@@ -1,4 +1,4 @@
-import { and, count, desc, eq, sql } from 'drizzle-orm';
+import { and, count, desc, eq, sql, type SQL } from 'drizzle-orm';
 import { markets, priceAlerts } from '../../../drizzle/index.js';
 import { lockKey, type Db, type DbOrTx } from '../../db/index.js';
 import { AppError, notFound } from '../../errors.js';
@@ -120,6 +120,41 @@ interface FiredRow {
   market_title: string;
 }
 
+/**
+ * The trigger statement (exported for EXPLAIN in the benchmark). `payload` is
+ * JSON `[{ m: marketId, p: yesPrice }]`, one entry per market.
+ */
+export function alertTriggerSql(payload: string, now: Date): SQL {
+  return sql`
+      with c as (
+        select x.m as market_id, x.p, mk.title from jsonb_to_recordset(${payload}::jsonb) as x(m text, p double precision)
+        join markets mk on mk.id = x.m
+      ),
+      hit as (
+        select a.id, c.p as price from c join price_alerts a
+          on a.market_id = c.market_id and a.side = 'yes' and a.condition = 'above' and a.target_price <= c.p and a.active
+        union all
+        select a.id, c.p from c join price_alerts a
+          on a.market_id = c.market_id and a.side = 'yes' and a.condition = 'below' and a.target_price >= c.p and a.active
+        union all
+        select a.id, 1 - c.p from c join price_alerts a
+          on a.market_id = c.market_id and a.side = 'no' and a.condition = 'above' and a.target_price <= 1 - c.p and a.active
+        union all
+        select a.id, 1 - c.p from c join price_alerts a
+          on a.market_id = c.market_id and a.side = 'no' and a.condition = 'below' and a.target_price >= 1 - c.p and a.active
+      ),
+      locked as (
+        select a.id, h.price from price_alerts a join hit h on h.id = a.id
+        where a.active
+        for update of a skip locked
+      )
+      update price_alerts a
+      set active = false, triggered_at = ${now.toISOString()}::timestamptz, triggered_price = l.price, updated_at = ${now.toISOString()}::timestamptz
+      from locked l, c
+      where a.id = l.id and c.market_id = a.market_id and a.active
+      returning a.id, a.user_id, a.market_id, a.target_price, a.condition, a.side, l.price, c.title as market_title`;
+}
+
 const cents = (p: number) => `${Math.round(p * 1000) / 10}¢`;
 
 function rowsOf<T>(result: unknown): T[] {
@@ -149,33 +184,7 @@ export async function checkPriceAlerts(deps: NotifyDeps | JobDeps, changes: Pric
   const now = deps.clock();
 
   const stored = await deps.db.transaction(async (tx) => {
-    const res = await tx.execute(sql`
-      with c as (
-        select m as market_id, p from jsonb_to_recordset(${payload}::jsonb) as x(m text, p double precision)
-      ),
-      hit as (
-        select a.id, c.p as price from c join price_alerts a
-          on a.market_id = c.market_id and a.side = 'yes' and a.condition = 'above' and a.target_price <= c.p and a.active
-        union all
-        select a.id, c.p from c join price_alerts a
-          on a.market_id = c.market_id and a.side = 'yes' and a.condition = 'below' and a.target_price >= c.p and a.active
-        union all
-        select a.id, 1 - c.p from c join price_alerts a
-          on a.market_id = c.market_id and a.side = 'no' and a.condition = 'above' and a.target_price <= 1 - c.p and a.active
-        union all
-        select a.id, 1 - c.p from c join price_alerts a
-          on a.market_id = c.market_id and a.side = 'no' and a.condition = 'below' and a.target_price >= 1 - c.p and a.active
-      ),
-      locked as (
-        select a.id, h.price from price_alerts a join hit h on h.id = a.id
-        where a.active
-        for update of a skip locked
-      )
-      update price_alerts a
-      set active = false, triggered_at = ${now.toISOString()}::timestamptz, triggered_price = l.price, updated_at = ${now.toISOString()}::timestamptz
-      from locked l, markets m
-      where a.id = l.id and m.id = a.market_id and a.active
-      returning a.id, a.user_id, a.market_id, a.target_price, a.condition, a.side, l.price, m.title as market_title`);
+    const res = await tx.execute(alertTriggerSql(payload, now));
     const fired = rowsOf<FiredRow>(res);
     return storeNotifications(
       tx,
