@@ -1,4 +1,4 @@
-import { and, count, desc, eq, sql } from 'drizzle-orm';
+import { and, count, eq, sql } from 'drizzle-orm';
 import { notificationDeliveries, notifications, users } from '../../../drizzle/index.js';
 import type { DbOrTx } from '../../db/index.js';
 import { AppError, notFound } from '../../errors.js';
@@ -74,8 +74,15 @@ export async function storeNotifications(tx: DbOrTx, now: Date, requests: Notify
 
 /** After commit: emit on each user's stream and kick delivery (never awaited). */
 export function announceNotifications(deps: NotifyDeps, stored: StoredNotification[]): void {
-  for (const n of stored) deps.publish(userNotificationsChannel(n.userId), 'notification', toNotificationJson(n));
+  // Delivery is kicked first: a failing live-update listener must not hold up push/messenger.
   kickDelivery(deps, stored.map((n) => n.id));
+  for (const n of stored) {
+    try {
+      deps.publish(userNotificationsChannel(n.userId), 'notification', toNotificationJson(n));
+    } catch (err) {
+      deps.log.warn({ err, notificationId: n.id }, 'publishing a notification failed; it is stored and listed');
+    }
+  }
 }
 
 /**
@@ -144,7 +151,9 @@ export async function listNotifications(deps: { db: DbOrTx; config: { JWT_SECRET
       })
       .from(notifications)
       .where(and(...filters))
-      .orderBy(desc(notifications.createdAt), desc(notifications.id))
+      // NULLS LAST matches the index's order (drizzle's .desc() index is DESC NULLS LAST),
+      // so the planner reads the first page straight off notifications_user_created_idx.
+      .orderBy(sql`${notifications.createdAt} desc nulls last`, sql`${notifications.id} desc nulls last`)
       .limit(input.limit + 1),
     deps.db
       .select({ n: count() })
