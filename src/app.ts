@@ -14,11 +14,12 @@ import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { authPlugin } from './plugins/auth.js';
 import { docsPlugin } from './plugins/docs.js';
 import { healthRoutes } from './domains/health/plugin.js';
-import { messengerRoutes } from './domains/messenger/plugin.js';
-
 import { authRoutes } from './domains/auth/plugin.js';
-
 import { eventsRoutes } from './domains/events/plugin.js';
+import { messengerRoutes } from './domains/messenger/plugin.js';
+import { internalNotificationRoutes, notificationRoutes } from './domains/notifications/plugin.js';
+import { alertRoutes } from './domains/alerts/plugin.js';
+import { pushRoutes } from './domains/push/plugin.js';
 import { jobsPlugin } from './jobs/plugin.js';
 import { jobRoutes } from './jobs/routes.js';
 import { jobDefinitions, priceChangeHooks } from './jobs/registry.js';
@@ -148,18 +149,20 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   await app.register(authPlugin);
   await app.register(docsPlugin);
 
-  // Domains
+  // Domains, each under its /api/v1 prefix
   await app.register(healthRoutes);
-  await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot' });
-
-  await app.register(eventsRoutes, { prefix: '/api/v1/events' });
-
   await app.register(authRoutes, { prefix: '/api/v1/auth' });
+  await app.register(eventsRoutes, { prefix: '/api/v1/events' });
+  await app.register(notificationRoutes, { prefix: '/api/v1/notifications' });
+  await app.register(alertRoutes, { prefix: '/api/v1/alerts' });
+  await app.register(pushRoutes, { prefix: '/api/v1/push' });
+  await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot' });
 
   await app.register(jobsPlugin, { definitions: overrides.jobs ?? jobDefinitions, onPricesChanged: priceChangeHooks });
   if (config.INTERNAL_API_TOKEN) {
     // decisions.md §6: the whole /api/v1/internal tree is 404 while the token is unset.
     await app.register(jobRoutes, { prefix: '/api/v1/internal' });
+    await app.register(internalNotificationRoutes, { prefix: '/api/v1/internal' });
   }
 
   return app;

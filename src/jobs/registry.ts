@@ -1,3 +1,4 @@
+import { checkPriceAlerts } from '../domains/alerts/service.js';
 import type { JobDefinition, JobHooks } from './types.js';
 import { eventsSyncJob } from './events-sync.js';
 import { priceSyncJob } from './price-sync.js';
@@ -10,4 +11,8 @@ import { priceSyncJob } from './price-sync.js';
 export const jobDefinitions: JobDefinition[] = [eventsSyncJob, priceSyncJob];
 
 /** Run by price-sync after each cycle with the prices that changed (the price-alert check). */
-export const priceChangeHooks: JobHooks['onPricesChanged'] = [];
+export const priceChangeHooks: JobHooks['onPricesChanged'] = [
+  async (deps, changes) => {
+    await checkPriceAlerts(deps, changes);
+  },
+];

@@ -1,0 +1,175 @@
+import { inArray, sql } from 'drizzle-orm';
+import { notifications } from '../../../drizzle/index.js';
+import type { Db, DbOrTx } from '../../db/index.js';
+import type { DeliveryDeps, NotificationChannel, NotificationType, StoredNotification } from '../../lib/notify-types.js';
+import { deliveryChannels } from './channels.js';
+
+/**
+ * The delivery worker of the notify path: an outbox (notification_deliveries)
+ * with one row per (notification, channel). Rows are claimed set-based with
+ * FOR UPDATE SKIP LOCKED, so several workers and instances never deliver the
+ * same row at once; a claim is a lease (a crashed worker's rows come due again
+ * after LEASE_MS). A channel that throws is retried with exponential backoff,
+ * at most MAX_ATTEMPTS times in all, then the row is 'failed'. The stored
+ * notification itself is never touched by delivery.
+ */
+export const MAX_ATTEMPTS = 6;
+export const LEASE_MS = 5 * 60_000;
+const BASE_BACKOFF_MS = 30_000;
+const MAX_BACKOFF_MS = 60 * 60_000;
+const CLAIM_BATCH = 100;
+const CONCURRENCY = 6;
+
+export interface DeliveryWorkerDeps extends DeliveryDeps {
+  /** Defaults to the registered channels (channels.ts). */
+  channels?: NotificationChannel[];
+}
+
+export interface DeliveryReport {
+  claimed: number;
+  sent: number;
+  skipped: number;
+  retrying: number;
+  failed: number;
+}
+
+/** Delay before attempt n+1 after n failed attempts: 30 s, 1 min, 2 min, … capped at 1 h. */
+export function backoffMs(attempts: number): number {
+  return Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** Math.max(0, attempts - 1));
+}
+
+function rowsOf<T>(result: unknown): T[] {
+  return Array.isArray(result) ? (result as T[]) : ((result as { rows?: T[] }).rows ?? []);
+}
+
+interface ClaimedRow {
+  id: string;
+  notification_id: string;
+  channel: string;
+  attempts: number;
+}
+
+async function claimDue(db: DbOrTx, now: Date, limit: number, notificationIds?: string[]): Promise<ClaimedRow[]> {
+  const only = notificationIds
+    ? sql`and notification_id in (select (jsonb_array_elements_text(${JSON.stringify(notificationIds)}::jsonb))::uuid)`
+    : sql``;
+  const leaseUntil = new Date(now.getTime() + LEASE_MS).toISOString();
+  const res = await db.execute(sql`
+    with due as (
+      select id from notification_deliveries
+      where status = 'pending' and next_attempt_at <= ${now.toISOString()}::timestamptz ${only}
+      order by next_attempt_at
+      limit ${limit}
+      for update skip locked
+    )
+    update notification_deliveries d
+    set attempts = d.attempts + 1, next_attempt_at = ${leaseUntil}::timestamptz, updated_at = ${now.toISOString()}::timestamptz
+    from due
+    where d.id = due.id
+    returning d.id, d.notification_id, d.channel, d.attempts`);
+  return rowsOf<ClaimedRow>(res).map((r) => ({ ...r, attempts: Number(r.attempts) }));
+}
+
+async function finish(db: Db, id: string, status: 'sent' | 'skipped' | 'failed', error: string | null, now: Date) {
+  await db.execute(sql`
+    update notification_deliveries set status = ${status}, last_error = ${error}, updated_at = ${now.toISOString()}::timestamptz
+    where id = ${id}::uuid`);
+}
+
+async function retryLater(db: Db, id: string, attempts: number, error: string, now: Date) {
+  const next = new Date(now.getTime() + backoffMs(attempts)).toISOString();
+  await db.execute(sql`
+    update notification_deliveries set next_attempt_at = ${next}::timestamptz, last_error = ${error}, updated_at = ${now.toISOString()}::timestamptz
+    where id = ${id}::uuid`);
+}
+
+/**
+ * Claims the due deliveries (optionally only those of some notifications) and
+ * runs their channels. Returns what happened; never throws for a channel's
+ * failure.
+ */
+export async function processDueDeliveries(
+  deps: DeliveryWorkerDeps,
+  opts: { notificationIds?: string[]; limit?: number } = {},
+): Promise<DeliveryReport> {
+  const channels = deps.channels ?? deliveryChannels;
+  const report: DeliveryReport = { claimed: 0, sent: 0, skipped: 0, retrying: 0, failed: 0 };
+  const claimed = await claimDue(deps.db, deps.clock(), opts.limit ?? CLAIM_BATCH, opts.notificationIds);
+  report.claimed = claimed.length;
+  if (claimed.length === 0) return report;
+
+  const ids = [...new Set(claimed.map((c) => c.notification_id))];
+  const rows = await deps.db.select().from(notifications).where(inArray(notifications.id, ids));
+  const byId = new Map<string, StoredNotification>(
+    rows.map((r) => [r.id, { ...r, type: r.type as NotificationType, data: r.data ?? {} }]),
+  );
+
+  const work = async (row: ClaimedRow) => {
+    const now = () => deps.clock();
+    const channel = channels.find((c) => c.name === row.channel);
+    const notification = byId.get(row.notification_id);
+    if (!channel || !notification) {
+      // A channel removed from the build, or a notification deleted meanwhile: nothing to deliver.
+      await finish(deps.db, row.id, 'skipped', channel ? 'notification deleted' : `unknown channel ${row.channel}`, now());
+      report.skipped++;
+      return;
+    }
+    try {
+      const outcome = await channel.deliver(deps, notification);
+      await finish(deps.db, row.id, outcome, null, now());
+      report[outcome]++;
+    } catch (err) {
+      const message = (err instanceof Error ? err.message : String(err)).slice(0, 500);
+      if (row.attempts >= MAX_ATTEMPTS) {
+        await finish(deps.db, row.id, 'failed', message, now());
+        report.failed++;
+        deps.log.warn({ deliveryId: row.id, channel: row.channel, attempts: row.attempts, err: message }, 'notification delivery failed for good');
+      } else {
+        await retryLater(deps.db, row.id, row.attempts, message, now());
+        report.retrying++;
+        deps.log.info({ deliveryId: row.id, channel: row.channel, attempts: row.attempts, err: message }, 'notification delivery will be retried');
+      }
+    }
+  };
+
+  for (let i = 0; i < claimed.length; i += CONCURRENCY) {
+    await Promise.all(claimed.slice(i, i + CONCURRENCY).map(work));
+  }
+  return report;
+}
+
+/** Drains everything due, a batch at a time (the periodic run). */
+export async function processAllDueDeliveries(deps: DeliveryWorkerDeps, maxBatches = 20): Promise<DeliveryReport> {
+  const total: DeliveryReport = { claimed: 0, sent: 0, skipped: 0, retrying: 0, failed: 0 };
+  for (let i = 0; i < maxBatches; i++) {
+    const r = await processDueDeliveries(deps);
+    for (const k of Object.keys(total) as (keyof DeliveryReport)[]) total[k] += r[k];
+    if (r.claimed < CLAIM_BATCH) break;
+  }
+  return total;
+}
+
+// In-flight kicks per database, so an app closing waits for them before its pool closes.
+const inflight = new WeakMap<object, Set<Promise<unknown>>>();
+
+/**
+ * The in-process kick right after notify(): delivers the new notifications'
+ * rows without the caller waiting. Whatever it cannot deliver stays in the
+ * outbox for the periodic run.
+ */
+export function kickDelivery(deps: DeliveryWorkerDeps, notificationIds: string[]): void {
+  if (notificationIds.length === 0) return;
+  let set = inflight.get(deps.db);
+  if (!set) inflight.set(deps.db, (set = new Set()));
+  const p: Promise<unknown> = new Promise((resolve) => setImmediate(resolve))
+    .then(() => processDueDeliveries(deps, { notificationIds }))
+    .catch((err) => deps.log.warn({ err }, 'notification delivery kick failed; the periodic run retries'));
+  set.add(p);
+  p.finally(() => set.delete(p)).catch(() => {});
+}
+
+/** Waits for this database's in-flight kicks (plugin onClose, tests). */
+export async function drainDeliveries(db: Db): Promise<void> {
+  const set = inflight.get(db);
+  while (set && set.size > 0) await Promise.allSettled([...set]);
+}

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import { NOTIFICATION_TYPES } from '../../lib/notify-types.js';
+
+export const NotificationTypeSchema = z.enum(NOTIFICATION_TYPES);
+
+export const NotificationSchema = z
+  .object({
+    id: z.string(),
+    type: NotificationTypeSchema,
+    title: z.string(),
+    message: z.string(),
+    read: z.boolean(),
+    data: z.record(z.string(), z.unknown()),
+    createdAt: z.string().meta({ description: 'ISO 8601' }),
+  })
+  .meta({ id: 'Notification' });
+export type NotificationJson = z.infer<typeof NotificationSchema>;
+
+export const ListNotificationsQuerySchema = z.object({
+  // Query strings are text: only the exact words true/false are accepted.
+  read: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .optional()
+    .meta({ description: 'Only read (`true`) or unread (`false`) notifications' }),
+  type: NotificationTypeSchema.optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  cursor: z.string().min(1).max(2048).optional().meta({ description: '`nextCursor` of the previous page' }),
+});
+
+export const NotificationListSchema = z.object({
+  notifications: z.array(NotificationSchema),
+  unreadCount: z.number().int().meta({ description: 'All unread notifications of the user, whatever the filters' }),
+  nextCursor: z.string().nullable().meta({ description: 'null on the last page' }),
+});
+
+export const NotificationIdParamsSchema = z.object({ id: z.string().max(100) });
+
+export const NotifyBodySchema = z.strictObject({
+  userId: z.uuid(),
+  type: NotificationTypeSchema,
+  title: z.string().trim().min(1).max(200),
+  message: z.string().trim().min(1).max(2000),
+  data: z
+    .record(z.string().max(100), z.unknown())
+    .optional()
+    .meta({ description: 'Related ids, e.g. `orderId`, `marketId`' }),
+});
+export type NotifyInput = z.infer<typeof NotifyBodySchema>;
