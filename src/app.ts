@@ -13,6 +13,7 @@ import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { authPlugin } from './plugins/auth.js';
 import { docsPlugin } from './plugins/docs.js';
 import { healthRoutes } from './domains/health/plugin.js';
+import { realtimePlugin, type RealtimeOptions } from './domains/realtime/plugin.js';
 import { jobsPlugin } from './jobs/plugin.js';
 import { jobRoutes } from './jobs/routes.js';
 import { jobDefinitions } from './jobs/registry.js';
@@ -33,6 +34,8 @@ export interface BuildOverrides {
   logger?: FastifyServerOptions['logger'];
   /** Skip migrations when the caller already applied them. */
   migrate?: boolean;
+  /** WebSocket limits and timings (tests shrink them); defaults are seed §8's. */
+  realtime?: Partial<RealtimeOptions>;
 }
 
 export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
@@ -136,6 +139,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   // Domains
   await app.register(healthRoutes);
 
+  await app.register(realtimePlugin, overrides.realtime ?? {});
   await app.register(jobsPlugin, { definitions: overrides.jobs ?? jobDefinitions });
   if (config.INTERNAL_API_TOKEN) {
     // decisions.md §6: the whole /api/v1/internal tree is 404 while the token is unset.
