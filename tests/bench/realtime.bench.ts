@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { join } from 'node:path';
+import { loadavg } from 'node:os';
 import { ROOT, startApp, writeSection } from './harness.js';
 
 /**
@@ -60,7 +60,9 @@ export default async function run() {
     send({ type: 'subscribe' });
     const subscribed = await expect('subscribed');
     const cpuStart = process.cpuUsage();
+    const fanout: number[] = [];
     for (let seq = 0; seq < ROUNDS; seq++) {
+      const t0 = performance.now();
       app.app.publish(CHANNEL, 'market:update', {
         marketId: 'pm-bench',
         yesPrice: 0.5 + seq / 1000,
@@ -69,8 +71,10 @@ export default async function run() {
         seq,
         sentAt: performance.timeOrigin + performance.now(),
       });
+      fanout.push(performance.now() - t0);
       await new Promise((r) => setTimeout(r, 100));
     }
+    fanout.sort((a, b) => a - b);
     const result = await expect('result');
     const cpu = process.cpuUsage(cpuStart);
     send({ type: 'quit' });
@@ -84,9 +88,11 @@ export default async function run() {
       `| deliveries received / expected | ${result.received} / ${result.expected} |`,
       `| publish → arrival p50 / p90 / p99 / max (ms) | ${ms(result.p50)} / ${ms(result.p90)} / ${ms(result.p99)} / ${ms(result.max)} |`,
       `| p99 under 100 ms | ${verdict} |`,
+      `| server-side fan-out (synchronous part of one publish to 500 sockets) median / max (ms) | ${ms(fanout[fanout.length >> 1])} / ${ms(fanout[fanout.length - 1])} |`,
       `| server CPU during the publishes (user+system ms) | ${Math.round((cpu.user + cpu.system) / 1000)} |`,
       `| memory per idle connection: RSS / JS heap (KiB) | ${(rssPer / 1024).toFixed(1)} / ${(heapPer / 1024).toFixed(1)} |`,
       `| server RSS with ${n} idle clients (MiB) | ${(idle.rss / 1048576).toFixed(0)} |`,
+      `| machine load average (1 min) at the end | ${loadavg()[0].toFixed(1)} on 2 cores |`,
     ].join('\n');
     process.stdout.write(`${md}\n`);
     await writeSection('Realtime: 5,000 clients, one market fan-out to 500', md);
