@@ -219,7 +219,7 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
     function expire(socket: RealtimeSocket, user: AuthUser & { exp: number }) {
       socket.data.user = undefined;
       const left: string[] = [];
-      for (const room of socket.rooms) {
+      for (const room of [...socket.rooms]) {
         if (room !== socket.id && isPrivateRoom(room)) {
           void socket.leave(room);
           left.push(room.endsWith(':notifications') ? 'user:notifications' : room);
