@@ -303,6 +303,8 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
       // socket.handshake already holds what we need; dropping the first HTTP request
       // saves memory per idle connection (socket.io docs, "Memory usage").
       (socket.conn as unknown as { request: unknown }).request = null;
+      // A namespace-level disconnect can leave the engine connection open: release on both.
+      socket.once('disconnect', () => release(socket.id));
       armExpiry(socket);
       socket.on('subscribe', (...args: unknown[]) => guard(socket, 'subscribe', () => onChannelMessage(socket, 'subscribe', args)));
       socket.on('unsubscribe', (...args: unknown[]) =>
