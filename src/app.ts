@@ -20,6 +20,7 @@ import { messengerRoutes } from './domains/messenger/plugin.js';
 import { internalNotificationRoutes, notificationRoutes } from './domains/notifications/plugin.js';
 import { alertRoutes } from './domains/alerts/plugin.js';
 import { pushRoutes } from './domains/push/plugin.js';
+import { realtimePlugin, type RealtimeOptions } from './domains/realtime/plugin.js';
 import { jobsPlugin } from './jobs/plugin.js';
 import { jobRoutes } from './jobs/routes.js';
 import { jobDefinitions, priceChangeHooks } from './jobs/registry.js';
@@ -40,6 +41,8 @@ export interface BuildOverrides {
   logger?: FastifyServerOptions['logger'];
   /** Skip migrations when the caller already applied them. */
   migrate?: boolean;
+  /** WebSocket limits and timings (tests shrink them); defaults are seed §8's. */
+  realtime?: Partial<RealtimeOptions>;
 }
 
 export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
@@ -158,6 +161,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   await app.register(pushRoutes, { prefix: '/api/v1/push' });
   await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot' });
 
+  await app.register(realtimePlugin, overrides.realtime ?? {});
   await app.register(jobsPlugin, { definitions: overrides.jobs ?? jobDefinitions, onPricesChanged: priceChangeHooks });
   if (config.INTERNAL_API_TOKEN) {
     // decisions.md §6: the whole /api/v1/internal tree is 404 while the token is unset.

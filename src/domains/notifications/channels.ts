@@ -2,11 +2,8 @@ import type { NotificationChannel } from '../../lib/notify-types.js';
 import { pushChannel } from '../push/channel.js';
 import { messengerChannel } from '../messenger/channel.js';
 
-/**
- * The Socket.IO room of a user's notification stream. The realtime plugin maps
- * a client's `user:notifications` subscription to exactly this name.
- */
-export const userNotificationsChannel = (userId: string) => `user:${userId}:notifications`;
+/** The room a client's `user:notifications` subscription joins; owned by the realtime domain. */
+export { userNotificationsChannel } from '../realtime/channels.js';
 
 /**
  * Every out-of-app delivery channel of the notify path. notify() writes one

@@ -1,0 +1,343 @@
+import fp from 'fastify-plugin';
+import { Server, type Socket } from 'socket.io';
+import { createAdapter } from '@socket.io/redis-adapter';
+import type { Redis } from 'ioredis';
+import { AppError } from '../../errors.js';
+import { MemorySlidingWindow } from '../../lib/sliding-window.js';
+import type { AuthUser } from '../../plugins/auth.js';
+import { AUTH_EXPIRED, isPrivateRoom } from './channels.js';
+import { createMemoryRegistry, createRedisRegistry, type ConnectionRegistry } from './connection-limits.js';
+import {
+  AuthRequestSchema,
+  ChannelRequestSchema,
+  type Ack,
+  type AckFn,
+  type ClientToServerEvents,
+  type InterServerEvents,
+  type RealtimeErrorCode,
+  type ServerToClientEvents,
+  type SocketData,
+} from './schemas.js';
+import { clientIp, fail, resolveSubscribe, resolveUnsubscribe } from './service.js';
+
+export type RealtimeServer = Server<ClientToServerEvents, ServerToClientEvents, InterServerEvents, SocketData>;
+type RealtimeSocket = Socket<ClientToServerEvents, ServerToClientEvents, InterServerEvents, SocketData>;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The Socket.IO server. Domains publish with `app.publish`, not through this. */
+    io: RealtimeServer;
+  }
+}
+
+/** Seed §8 limits and the timings around them; tests shrink them. */
+export interface RealtimeOptions {
+  /** WebSocket connections in total (across instances with Redis). */
+  maxConnections: number;
+  maxConnectionsPerUser: number;
+  maxConnectionsPerIp: number;
+  /** subscribe + unsubscribe messages per socket per minute. */
+  maxMessagesPerMinute: number;
+  /** `auth` messages per socket per minute (kept apart so re-auth never eats the subscribe budget). */
+  maxAuthPerMinute: number;
+  /** Channels one socket may be in at once. */
+  maxChannelsPerSocket: number;
+  /** A socket leaves its private channels this long before its token's `exp`. */
+  expiryLeadMs: number;
+  /** Redis counters: heartbeat period and how long an entry outlives its last heartbeat. */
+  heartbeatMs: number;
+  entryTtlMs: number;
+}
+
+export const REALTIME_DEFAULTS: RealtimeOptions = {
+  maxConnections: 5_000,
+  maxConnectionsPerUser: 10,
+  maxConnectionsPerIp: 20,
+  maxMessagesPerMinute: 30,
+  maxAuthPerMinute: 10,
+  maxChannelsPerSocket: 100,
+  expiryLeadMs: 5_000,
+  heartbeatMs: 10_000,
+  entryTtlMs: 30_000,
+};
+
+const MINUTE = 60_000;
+// setTimeout's ceiling; longer-lived tokens are re-armed when it fires.
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** A connection refusal: the client's `connect_error` has `message` = code and `data` = { code, message }. */
+function refusal(code: RealtimeErrorCode, message: string): Error & { data: { code: string; message: string } } {
+  return Object.assign(new Error(code), { data: { code, message } });
+}
+
+/**
+ * Makes an ioredis client's promise-returning calls used by the adapter safe
+ * to ignore: the adapter fires `publish`/`subscribe` without awaiting them, so
+ * a Redis outage would otherwise surface as unhandled rejections.
+ */
+function swallowRejections(client: Redis, onError: (err: unknown) => void) {
+  for (const name of ['publish', 'subscribe', 'psubscribe', 'unsubscribe', 'punsubscribe'] as const) {
+    const original = (client[name] as (...args: unknown[]) => Promise<unknown>).bind(client);
+    (client as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
+      const p = original(...args);
+      p.catch(onError);
+      return p;
+    };
+  }
+}
+
+/**
+ * Socket.IO on the Fastify server (style.md habit 10): our own small plugin
+ * because fastify-socket.io still declares Fastify 4 only. It owns the
+ * handshake (token, connection limits), the subscribe/unsubscribe/auth
+ * protocol of decisions.md §8, token expiry, and the bridge from
+ * `app.publish` (infra's bus) to rooms. With Redis, `@socket.io/redis-adapter`
+ * carries every publish to every instance and the connection limits are
+ * shared (see connection-limits.ts).
+ */
+export const realtimePlugin = fp<Partial<RealtimeOptions>>(
+  async (app, opts) => {
+    const o: RealtimeOptions = { ...REALTIME_DEFAULTS, ...opts };
+    const { config } = app;
+
+    const io: RealtimeServer = new Server(app.server, {
+      serveClient: false,
+      // Client messages are tiny ({ channel }, { token }); refuse anything large early.
+      maxHttpBufferSize: 16 * 1024,
+      connectTimeout: 10_000,
+      cors: config.CORS_ORIGINS.length > 0 ? { origin: [...config.CORS_ORIGINS], credentials: true } : undefined,
+    });
+    app.decorate('io', io);
+
+    const extraClients: Redis[] = [];
+    let registry: ConnectionRegistry;
+    const limits = { total: o.maxConnections, perUser: o.maxConnectionsPerUser, perIp: o.maxConnectionsPerIp };
+    const redis = app.redisClient;
+    if (redis) {
+      let warned = false;
+      const onRedisError = (err: unknown) => {
+        if (!warned) app.log.warn({ err }, 'Socket.IO Redis adapter: Redis unavailable, publishes reach this instance only');
+        warned = true;
+      };
+      // Subscriber: queues its SUBSCRIBE until connected and re-subscribes after reconnects.
+      const sub = redis.duplicate({ lazyConnect: true, enableOfflineQueue: true, maxRetriesPerRequest: null });
+      // Publisher: fails fast while Redis is down (local delivery still happens).
+      const pub = redis.duplicate({ lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+      for (const c of [pub, sub]) {
+        c.on('error', onRedisError);
+        c.on('ready', () => (warned = false));
+        swallowRejections(c, onRedisError);
+        extraClients.push(c);
+      }
+      await Promise.all([pub.connect().catch(onRedisError), sub.connect().catch(onRedisError)]);
+      // A prefix of our own (ecosystem.md F5: adapters on one Redis must not share `socket.io#`),
+      // under keyPrefix so parallel apps (tests, staging) never receive each other's packets.
+      io.adapter(createAdapter(pub, sub, { key: `${app.keyPrefix}socket.io`, publishOnSpecificResponseChannel: true }));
+      registry = createRedisRegistry(limits, {
+        redis,
+        prefix: `${app.keyPrefix}ws:conn:`,
+        isUp: () => app.redisReady(),
+        log: app.log,
+        heartbeatMs: o.heartbeatMs,
+        entryTtlMs: o.entryTtlMs,
+      });
+    } else {
+      registry = createMemoryRegistry(limits);
+    }
+
+    // Per-socket message rate: a socket lives on one instance, so an in-process window is exact.
+    const window = new MemorySlidingWindow();
+    const expiryTimers = new Map<string, NodeJS.Timeout>();
+    let closing = false;
+
+    function verify(token: string): AuthUser & { exp: number } {
+      const user = app.verifyAccessToken(token);
+      // A token inside the expiry lead would be dropped at once: treat it as expired already.
+      if (user.exp * 1000 - Date.now() <= o.expiryLeadMs) throw new AppError(401, 'UNAUTHORIZED', 'The access token has expired');
+      return user;
+    }
+
+    io.use((socket, next) => {
+      admit(socket).then(
+        () => next(),
+        (err: Error) => next(err),
+      );
+    });
+
+    async function admit(socket: RealtimeSocket) {
+      if (closing) throw refusal('UNAVAILABLE', 'The server is shutting down, reconnect');
+      const raw: unknown = (socket.handshake.auth as Record<string, unknown> | undefined)?.token;
+      let user: (AuthUser & { exp: number }) | undefined;
+      if (raw !== undefined && raw !== null) {
+        if (typeof raw !== 'string') throw refusal('UNAUTHORIZED', 'auth.token must be an access token string');
+        try {
+          user = verify(raw);
+        } catch {
+          throw refusal('UNAUTHORIZED', 'The access token is invalid or expired');
+        }
+      }
+      const ip = clientIp(socket.handshake.address, socket.handshake.headers['x-forwarded-for'], config.TRUST_PROXY);
+      const verdict = await registry.admit(socket.id, { userId: user?.id, ip });
+      if (!verdict.ok) {
+        const what = { total: 'the server', user: 'this user', ip: 'this address' }[verdict.scope];
+        throw refusal('TOO_MANY_CONNECTIONS', `Too many connections for ${what}`);
+      }
+      if (socket.conn.readyState !== 'open') {
+        // The client left while we were counting it.
+        registry.release(socket.id);
+        throw refusal('UNAVAILABLE', 'The connection closed during the handshake');
+      }
+      socket.conn.once('close', () => release(socket.id));
+      socket.data = { user, boundUserId: user?.id, ip };
+    }
+
+    function release(socketId: string) {
+      registry.release(socketId);
+      void window.reset(socketId);
+      void window.reset(`auth:${socketId}`);
+      const timer = expiryTimers.get(socketId);
+      if (timer) clearTimeout(timer);
+      expiryTimers.delete(socketId);
+    }
+
+    function armExpiry(socket: RealtimeSocket) {
+      const previous = expiryTimers.get(socket.id);
+      if (previous) clearTimeout(previous);
+      const user = socket.data.user;
+      if (!user) return;
+      const delay = Math.min(MAX_TIMER_MS, Math.max(0, user.exp * 1000 - o.expiryLeadMs - Date.now()));
+      const timer = setTimeout(() => {
+        expiryTimers.delete(socket.id);
+        if (socket.data.user !== user) return;
+        if (user.exp * 1000 - o.expiryLeadMs > Date.now()) return armExpiry(socket);
+        expire(socket, user);
+      }, delay);
+      timer.unref();
+      expiryTimers.set(socket.id, timer);
+    }
+
+    function expire(socket: RealtimeSocket, user: AuthUser & { exp: number }) {
+      socket.data.user = undefined;
+      const left: string[] = [];
+      for (const room of [...socket.rooms]) {
+        if (room !== socket.id && isPrivateRoom(room)) {
+          void socket.leave(room);
+          left.push(room.endsWith(':notifications') ? 'user:notifications' : room);
+        }
+      }
+      socket.emit(AUTH_EXPIRED, {
+        channels: left,
+        expiresAt: new Date(user.exp * 1000).toISOString(),
+        message: 'The access token expires: private channels were left. Send auth with a fresh token, then subscribe again',
+      });
+    }
+
+    /** Splits (payload, ack) leniently: a client may omit either, and a missing ack must not crash us. */
+    function splitArgs(args: unknown[]): { payload: unknown; ack: AckFn; extra: boolean } {
+      const last = args[args.length - 1];
+      const ack = typeof last === 'function' ? (args.pop() as AckFn) : () => {};
+      return { payload: args[0], ack, extra: args.length > 1 };
+    }
+
+    function limited(key: string, max: number): Ack | undefined {
+      const hit = window.hitSync(key, MINUTE, max);
+      if (hit.current <= max) return undefined;
+      const retryAfter = Math.max(1, Math.ceil(hit.ttlMs / 1000));
+      return fail('RATE_LIMITED', `At most ${max} messages a minute, retry in ${retryAfter} s`, retryAfter);
+    }
+
+    async function onChannelMessage(socket: RealtimeSocket, kind: 'subscribe' | 'unsubscribe', args: unknown[]) {
+      const { payload, ack, extra } = splitArgs(args);
+      const over = limited(socket.id, o.maxMessagesPerMinute);
+      if (over) return ack(over);
+      const parsed = ChannelRequestSchema.safeParse(payload);
+      if (!parsed.success || extra) return ack(fail('INVALID_CHANNEL', 'Expected { channel: string }'));
+      const { channel } = parsed.data;
+      if (kind === 'subscribe') {
+        const decision = resolveSubscribe(channel, socket.data.user);
+        if (!decision.ok) return ack(fail(decision.code, decision.message));
+        if (!socket.rooms.has(decision.room) && socket.rooms.size - 1 >= o.maxChannelsPerSocket) {
+          return ack(fail('RATE_LIMITED', `At most ${o.maxChannelsPerSocket} channels per connection`));
+        }
+        await socket.join(decision.room);
+      } else {
+        const decision = resolveUnsubscribe(channel, socket.data.boundUserId);
+        if (!decision.ok) return ack(fail(decision.code, decision.message));
+        if (decision.room) await socket.leave(decision.room);
+      }
+      ack({ ok: true });
+    }
+
+    async function onAuth(socket: RealtimeSocket, args: unknown[]) {
+      const { payload, ack, extra } = splitArgs(args);
+      const over = limited(`auth:${socket.id}`, o.maxAuthPerMinute);
+      if (over) return ack(over);
+      const parsed = AuthRequestSchema.safeParse(payload);
+      if (!parsed.success || extra) return ack(fail('VALIDATION_ERROR', 'Expected { token: string }'));
+      let user: AuthUser & { exp: number };
+      try {
+        user = verify(parsed.data.token);
+      } catch {
+        return ack(fail('UNAUTHORIZED', 'The access token is invalid or expired'));
+      }
+      const bound = socket.data.boundUserId;
+      if (bound && bound !== user.id) {
+        return ack(fail('FORBIDDEN', 'This connection belongs to another user: reconnect to switch users'));
+      }
+      if (!bound) {
+        const verdict = await registry.admitUser(socket.id, user.id);
+        if (!verdict.ok) return ack(fail('TOO_MANY_CONNECTIONS', 'Too many connections for this user'));
+        if (!socket.connected) return;
+        socket.data.boundUserId = user.id;
+      }
+      socket.data.user = user;
+      armExpiry(socket);
+      ack({ ok: true });
+    }
+
+    function guard(socket: RealtimeSocket, what: string, run: () => Promise<void>) {
+      run().catch((err: unknown) => app.log.error({ err, socketId: socket.id, socketEvent: what }, 'realtime handler failed'));
+    }
+
+    io.on('connection', (socket) => {
+      // socket.handshake already holds what we need; dropping the first HTTP request
+      // saves memory per idle connection (socket.io docs, "Memory usage").
+      (socket.conn as unknown as { request: unknown }).request = null;
+      // A namespace-level disconnect can leave the engine connection open: release on both.
+      socket.once('disconnect', () => release(socket.id));
+      armExpiry(socket);
+      socket.on('subscribe', (...args: unknown[]) => guard(socket, 'subscribe', () => onChannelMessage(socket, 'subscribe', args)));
+      socket.on('unsubscribe', (...args: unknown[]) =>
+        guard(socket, 'unsubscribe', () => onChannelMessage(socket, 'unsubscribe', args)),
+      );
+      socket.on('auth', (...args: unknown[]) => guard(socket, 'auth', () => onAuth(socket, args)));
+    });
+
+    // The bridge every domain uses: app.publish(channel, event, payload) → the room of that name.
+    const onPublish = (msg: { channel: string; event: string; payload: unknown }) => {
+      try {
+        (io.to(msg.channel) as unknown as { emit(event: string, payload: unknown): boolean }).emit(msg.event, msg.payload);
+      } catch (err) {
+        app.log.error({ err, channel: msg.channel, event: msg.event }, 'realtime publish failed');
+      }
+    };
+    app.bus.on('publish', onPublish);
+
+    app.addHook('preClose', async () => {
+      closing = true;
+      app.bus.off('publish', onPublish);
+      // Long-lived connections would keep server.close() waiting: drop them first.
+      io.local.disconnectSockets(true);
+      await registry.releaseAll();
+    });
+    app.addHook('onClose', async () => {
+      registry.close();
+      for (const t of expiryTimers.values()) clearTimeout(t);
+      expiryTimers.clear();
+      window.close();
+      await io.close();
+      for (const c of extraClients) c.disconnect();
+    });
+  },
+  { name: 'realtime', fastify: '5.x', dependencies: ['infra', 'auth'] },
+);
