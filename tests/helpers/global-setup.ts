@@ -11,7 +11,7 @@ import { PG_URL, REDIS_URL, withDatabase } from './env.js';
  * database that every test file clones (never the developer's own data).
  */
 export default async function setup({ provide }: { provide: (key: string, value: unknown) => void }) {
-  const runId = `pbt_${process.pid}_${Date.now().toString(36)}`;
+  const runId = `pbrun_${process.pid}_${Date.now().toString(36)}`;
   let teardownPg: (() => Promise<void>) | undefined;
 
   if (PG_URL) {
@@ -27,9 +27,9 @@ export default async function setup({ provide }: { provide: (key: string, value:
     }
     // Leftovers of runs that died (their process is gone): drop them. Databases
     // of runs still going on (another terminal, a parallel CI) are left alone.
-    const stale = await admin<{ datname: string }[]>`select datname from pg_database where datname like 'pbt\\_%'`;
+    const stale = await admin<{ datname: string }[]>`select datname from pg_database where datname like 'pbrun\\_%'`;
     for (const { datname } of stale) {
-      const pid = Number(/^pbt_(\d+)_/.exec(datname)?.[1]);
+      const pid = Number(/^pbrun_(\d+)_/.exec(datname)?.[1]);
       if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) continue;
       await admin.unsafe(`drop database if exists "${datname}" with (force)`).catch(() => {});
     }
