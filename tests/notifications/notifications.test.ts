@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { eq, sql } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { notificationDeliveries, notifications } from '../../drizzle/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeExpo, type FakeExpo } from '../fakes/expo.js';
@@ -291,7 +291,10 @@ describe('push delivery from notify', () => {
     expect((await t.app.inject({ method: 'POST', url: '/api/v1/push/register', headers: u.auth, payload: { token, platform: 'ios' } })).statusCode).toBe(201);
     const n = await notify(deps, { userId: u.id, type: 'order_filled', title: 'Filled', message: 'Your order filled', data: { orderId: 'o9' } });
     const row = await eventually(async () => {
-      const [r] = await t.app.db.select().from(notificationDeliveries).where(eq(notificationDeliveries.notificationId, n.id));
+      const [r] = await t.app.db
+        .select()
+        .from(notificationDeliveries)
+        .where(and(eq(notificationDeliveries.notificationId, n.id), eq(notificationDeliveries.channel, 'push')));
       return r?.status === 'sent' ? r : undefined;
     });
     expect(row.attempts).toBe(1);

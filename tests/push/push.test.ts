@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { eq, inArray } from 'drizzle-orm';
+import { and, eq, inArray } from 'drizzle-orm';
 import { notificationDeliveries, notifications, pushDevices, pushTickets } from '../../drizzle/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeExpo, type FakeExpo } from '../fakes/expo.js';
@@ -30,7 +30,10 @@ const unregister = (auth: Record<string, string>, payload: unknown) =>
   t.app.inject({ method: 'DELETE', url: '/api/v1/push/unregister', headers: auth, payload: payload as object });
 const devicesOf = (userId: string) => t.app.db.select().from(pushDevices).where(eq(pushDevices.userId, userId));
 const deliveryOf = async (notificationId: string) => {
-  const [r] = await t.app.db.select().from(notificationDeliveries).where(eq(notificationDeliveries.notificationId, notificationId));
+  const [r] = await t.app.db
+    .select()
+    .from(notificationDeliveries)
+    .where(and(eq(notificationDeliveries.notificationId, notificationId), eq(notificationDeliveries.channel, 'push')));
   return r;
 };
 /** notify, then wait for its in-process delivery kick. */

@@ -1,0 +1,41 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram.js';
+import { messengerBindings } from '../../drizzle/messenger.js';
+import { createUser } from './helpers.js';
+
+const INTERNAL = 'internal-token-internal-token';
+let t: TestApp;
+let tg: FakeTelegram;
+
+beforeAll(async () => {
+  tg = await startFakeTelegram();
+  t = await buildTestApp({ MESSENGER_API_URL: tg.url, MESSENGER_BOT_TOKEN: tg.token, INTERNAL_API_TOKEN: INTERNAL });
+});
+afterAll(async () => {
+  await t?.close();
+  await tg?.close();
+});
+
+describe('notify → messenger', () => {
+  it('a notification raised by another service reaches the bound chat through the outbox', async () => {
+    const user = await createUser(t.app);
+    const chatId = 6_000_000_123;
+    await t.app.db.insert(messengerBindings).values({ messengerId: BigInt(chatId), userId: user.id, chatId: BigInt(chatId), walletType: 'connected', connectedAt: new Date() });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/internal/notifications',
+      headers: { authorization: `Bearer ${INTERNAL}` },
+      payload: { userId: user.id, type: 'position_resolved', title: 'Resolved', message: 'Your position on X resolved YES' },
+    });
+    expect(res.statusCode).toBe(201);
+    let sent = tg.sent.filter((m) => String(m.chat_id) === String(chatId));
+    for (let i = 0; i < 100 && sent.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      sent = tg.sent.filter((m) => String(m.chat_id) === String(chatId));
+    }
+    expect(sent).toHaveLength(1);
+    expect(sent[0].text).toContain('Resolved');
+    expect(sent[0].text).toContain('Your position on X resolved YES');
+  });
+});
