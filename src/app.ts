@@ -13,6 +13,7 @@ import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { authPlugin } from './plugins/auth.js';
 import { docsPlugin } from './plugins/docs.js';
 import { healthRoutes } from './domains/health/plugin.js';
+import { leaderboardRoutes } from './domains/leaderboard/plugin.js';
 import { jobsPlugin } from './jobs/plugin.js';
 import { jobRoutes } from './jobs/routes.js';
 import { jobDefinitions } from './jobs/registry.js';
@@ -135,6 +136,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
 
   // Domains
   await app.register(healthRoutes);
+  await app.register(leaderboardRoutes, { prefix: '/api/v1/leaderboard' });
 
   await app.register(jobsPlugin, { definitions: overrides.jobs ?? jobDefinitions });
   if (config.INTERNAL_API_TOKEN) {

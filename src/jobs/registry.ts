@@ -1,3 +1,5 @@
+import { leaderboardEnrichJob } from './leaderboard-enrich.js';
+import { leaderboardSyncJob } from './leaderboard-sync.js';
 import type { JobDefinition } from './types.js';
 
 /**
@@ -5,4 +7,4 @@ import type { JobDefinition } from './types.js';
  * price-sync (60 s), events-sync (5 min), leaderboard-sync (10 min),
  * leaderboard-enrich (30 min).
  */
-export const jobDefinitions: JobDefinition[] = [];
+export const jobDefinitions: JobDefinition[] = [leaderboardSyncJob, leaderboardEnrichJob];
