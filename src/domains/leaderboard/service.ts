@@ -143,7 +143,7 @@ export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery): 
     }
   }
 
-  const cacheKey = version >= 0 && snapshotId === pointer.snapshotId ? `${snapshotId}:${version}:${q}:${input.limit}:${input.cursor ?? ''}` : undefined;
+  const cacheKey = deps.cache.maxPages > 0 && version >= 0 && snapshotId === pointer.snapshotId ? `${snapshotId}:${version}:${q}:${input.limit}:${input.cursor ?? ''}` : undefined;
   if (cacheKey) {
     const hit = deps.cache.pages.get(cacheKey);
     if (hit !== undefined) return hit;

@@ -1,0 +1,146 @@
+import { createHash } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { writeSnapshot, syncLeaderboards } from '../../src/domains/leaderboard/sync.js';
+import { createLeaderboardCache, listLeaderboard } from '../../src/domains/leaderboard/service.js';
+import { LeaderboardQuerySchema } from '../../src/domains/leaderboard/schemas.js';
+import type { SnapshotRow } from '../../src/venues/polymarket/data-map.js';
+import { startFakeDataApi } from '../fakes/venues/polymarket-data.js';
+import { load, loadTable, ratio, startApp, startBaseline, writeSection } from './harness.js';
+
+/**
+ * Leaderboard (issue 5): 100,000 traders in one snapshot.
+ * - keyset depth: the first page against a page 1,000 deep (rows 49,951–50,000), measured in the
+ *   service with the page cache off (database + mapping + serialisation), and over HTTP;
+ * - throughput of GET /leaderboard against a bare Fastify route answering the same body from memory;
+ * - a full sync of 16 boards × 1,000 rows against a loopback fake venue, and the database part alone.
+ */
+const TRADERS = 100_000;
+const addr = (i: number) => `0x${createHash('sha1').update(`bench-${i}`).digest('hex')}`;
+
+function boardRows(n: number, salt = 0): SnapshotRow[] {
+  return Array.from({ length: n }, (_, i) => {
+    const w = addr(i + salt);
+    return {
+      walletAddress: w,
+      displayName: i % 7 === 0 ? `${w.slice(0, 6)}…${w.slice(-4)}` : `trader-${i}`,
+      avatarUrl: `https://img.example/${i}.png`,
+      isKol: i % 10 === 0,
+      pnl: Math.round(((i * 7919) % 100_003) * 3.7 - 50_000), // ties included
+      volume: (i * 104_729) % 1_000_003,
+      venueRank: i + 1,
+    };
+  });
+}
+
+function stats(samples: number[]) {
+  const s = [...samples].sort((a, b) => a - b);
+  const pick = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))];
+  return { mean: s.reduce((a, b) => a + b, 0) / s.length, p50: pick(0.5), p99: pick(0.99) };
+}
+
+export default async function run() {
+  const bench = await startApp();
+  const lines: string[] = [];
+  try {
+    const { app } = bench;
+    // Seed one big board through the same write path as the sync, then give every figure some spread.
+    let t0 = performance.now();
+    await writeSnapshot(app.dbh, 'OVERALL', '7D', boardRows(TRADERS), 0);
+    const seedMs = performance.now() - t0;
+    await app.dbh.rows((await import('drizzle-orm')).sql`
+      update leaderboard_entries set roi = (hashtext(wallet_address) % 1000) / 100.0, win_rate = abs(hashtext(wallet_address) % 101) / 100.0,
+        trade_count = abs(hashtext(wallet_address) % 500), sparkline = '[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30]'::jsonb`);
+    await app.dbh.rows((await import('drizzle-orm')).sql`analyze leaderboard_entries`);
+
+    // Walk to page 1,000 over HTTP (also proves the walk holds over 100k rows).
+    let cursor: string | null = null;
+    for (let p = 1; p < 1000; p++) {
+      const res: { json(): { nextCursor: string | null } } = await app.inject({ method: 'GET', url: `/api/v1/leaderboard?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}` });
+      cursor = res.json().nextCursor;
+    }
+    const deep = await app.inject({ method: 'GET', url: `/api/v1/leaderboard?limit=50&cursor=${encodeURIComponent(cursor!)}` });
+    const deepRank = deep.json().traders[0].rank;
+
+    // Service-level, page cache off: database + mapping + serialisation.
+    const deps = { db: app.db, dbh: app.dbh, secret: app.config.JWT_SECRET, cache: createLeaderboardCache({ maxPages: 0, pointerTtlMs: 60_000 }), clock: () => new Date() };
+    const first = LeaderboardQuerySchema.parse({});
+    const deepQ = LeaderboardQuerySchema.parse({ cursor });
+    const time = async (q: typeof first, n: number) => {
+      const out: number[] = [];
+      for (let i = 0; i < n; i++) {
+        const s = performance.now();
+        await listLeaderboard(deps, q);
+        out.push(performance.now() - s);
+      }
+      return stats(out);
+    };
+    await time(first, 50);
+    await time(deepQ, 50);
+    const sFirst = await time(first, 400);
+    const sDeep = await time(deepQ, 400);
+    const sFirstRoi = await time(LeaderboardQuerySchema.parse({ sort: 'roi', sortDirection: 'asc' }), 200);
+    lines.push(
+      `### Keyset depth (${TRADERS.toLocaleString('en')} traders, page cache off, service time)`,
+      '',
+      '| page | mean ms | p50 ms | p99 ms |',
+      '|---|---|---|---|',
+      `| first (rank 1–50), sort=pnl desc | ${sFirst.mean.toFixed(2)} | ${sFirst.p50.toFixed(2)} | ${sFirst.p99.toFixed(2)} |`,
+      `| 1,000 deep (rank ${deepRank}–${deepRank + 49}), sort=pnl desc | ${sDeep.mean.toFixed(2)} | ${sDeep.p50.toFixed(2)} | ${sDeep.p99.toFixed(2)} |`,
+      `| first, sort=roi asc | ${sFirstRoi.mean.toFixed(2)} | ${sFirstRoi.p50.toFixed(2)} | ${sFirstRoi.p99.toFixed(2)} |`,
+      '',
+      `Deep / first (mean): **${ratio(sDeep.mean, sFirst.mean)}** (target within 10%: 0.90–1.10).`,
+      '',
+    );
+
+    // HTTP throughput against the same body from memory.
+    const firstUrl = `${bench.url}/api/v1/leaderboard?limit=50`;
+    const deepUrl = `${bench.url}/api/v1/leaderboard?limit=50&cursor=${encodeURIComponent(cursor!)}`;
+    const body = await (await fetch(firstUrl)).text();
+    const base = await startBaseline(body);
+    try {
+      const baseline = await load(`bare Fastify, same ${(body.length / 1024).toFixed(1)} KB body`, `${base.url}/x`, { durationSec: 5 });
+      const ours = await load('GET /leaderboard first page', firstUrl, { durationSec: 5 });
+      const oursDeep = await load('GET /leaderboard page 1,000', deepUrl, { durationSec: 5 });
+      lines.push('### Throughput', '', loadTable([baseline, ours, oursDeep], baseline), '');
+    } finally {
+      await base.close();
+    }
+
+    // Full sync: 16 boards × 1,000 rows (PNL and VOL orderings) from a loopback fake venue.
+    const fake = await startFakeDataApi();
+    try {
+      const rows = boardRows(1000, 500_000).map((r) => ({ proxyWallet: r.walletAddress, userName: r.displayName, vol: r.volume, pnl: r.pnl, profileImage: r.avatarUrl, xUsername: '', verifiedBadge: r.isKol }));
+      for (const c of ['OVERALL', 'POLITICS', 'SPORTS', 'CRYPTO'])
+        for (const p of ['DAY', 'WEEK', 'MONTH', 'ALL']) {
+          fake.setBoard(c, p, 'PNL', rows);
+          fake.setBoard(c, p, 'VOL', rows);
+        }
+      const syncDeps = { dbh: app.dbh, log: app.log, publish: app.publish, clock: () => new Date(), api: { baseUrl: fake.url } };
+      t0 = performance.now();
+      const out = await syncLeaderboards(syncDeps);
+      const syncMs = performance.now() - t0;
+      // The database part alone (what the service spends, venue excluded).
+      const boards = boardRows(1000, 700_000);
+      t0 = performance.now();
+      for (const c of ['OVERALL', 'POLITICS', 'SPORTS', 'CRYPTO']) for (const p of ['1D', '7D', '30D', 'ALL']) await writeSnapshot(app.dbh, c, p, boards, 0);
+      const writeMs = performance.now() - t0;
+      lines.push(
+        '### Sync',
+        '',
+        '| what | ms |',
+        '|---|---|',
+        `| seed one board of ${TRADERS.toLocaleString('en')} rows (write path of the sync) | ${seedMs.toFixed(0)} |`,
+        `| full sync, 16 boards × 1,000 rows × 2 orderings, loopback fake venue (${fake.server.requests.length} venue calls, ${out.items} rows) | ${syncMs.toFixed(0)} |`,
+        `| database writes alone: 16 snapshots × 1,000 rows, built and switched | ${writeMs.toFixed(0)} |`,
+        '',
+        'Target: a full sync under 5 s of service time, venue latency excluded.',
+      );
+    } finally {
+      await fake.close();
+    }
+    await writeSection('Leaderboard', lines.join('\n'));
+    process.stdout.write(lines.join('\n') + '\n');
+  } finally {
+    await bench.close();
+  }
+}
