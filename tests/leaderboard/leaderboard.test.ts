@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { leaderboardCurrent } from '../../drizzle/index.js';
+import { and, eq } from 'drizzle-orm';
+import { leaderboardCurrent, leaderboardSnapshots } from '../../drizzle/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeDataApi, type FakeDataApi } from '../fakes/venues/polymarket-data.js';
 
@@ -495,5 +496,19 @@ describe('leaderboard-sync', () => {
     expect(after.get('OVERALL|1D')).not.toBe(before.get('OVERALL|1D'));
     expect((await walk('', 100)).length).toBe(135);
     expect((await get('/api/v1/leaderboard?period=1D')).body.traders[0].pnl).toBe(31);
+  });
+
+  it('replaced snapshots are pruned after the retention; a cursor that outlived its snapshot continues on the current one', async () => {
+    const first = await get('/api/v1/leaderboard?limit=60');
+    const [old] = await t.db.db.select().from(leaderboardCurrent).where(and(eq(leaderboardCurrent.category, 'OVERALL'), eq(leaderboardCurrent.period, '7D')));
+    expect((await runJob('leaderboard-sync')).ok).toBe(true);
+    await t.db.db.update(leaderboardSnapshots).set({ createdAt: new Date(Date.now() - 3_600_000) }).where(eq(leaderboardSnapshots.id, old.snapshotId));
+    expect((await runJob('leaderboard-sync')).ok).toBe(true);
+    expect(await t.db.db.select().from(leaderboardSnapshots).where(eq(leaderboardSnapshots.id, old.snapshotId))).toHaveLength(0);
+    const rest = await get(`/api/v1/leaderboard?limit=100&cursor=${encodeURIComponent(first.body.nextCursor)}`);
+    expect(rest.status).toBe(200);
+    expect(rest.body.traders[0].rank).toBe(61);
+    const expected = [...traders].sort((a, b) => b.pnl - a.pnl || cmp(a.wallet, b.wallet)).map((x) => x.wallet);
+    expect(rest.body.traders.map((e: any) => e.walletAddress)).toEqual(expected.slice(60));
   });
 });

@@ -31,7 +31,7 @@ export interface BoardOutcome {
 /**
  * Writes one board as a new snapshot and switches `leaderboard_current` to it.
  * Rows are inserted while the snapshot is 'building' (invisible to readers);
- * the status flip and the pointer switch happen in one transaction. The
+ * the status flip and the pointer switch happen in one statement. The
  * enrichment figures already known for each wallet are copied in, so every
  * sort key is ready the moment the board is visible.
  */
@@ -62,20 +62,15 @@ export async function writeSnapshot(dbh: DbHandle, category: string, period: str
         left join trader_stats s on s.wallet_address = v.w
         on conflict do nothing`);
     }
-    await dbh.db.transaction(async (tx) => {
-      await dbh.rows(
-        sql`update leaderboard_snapshots set status = 'ready', completed_at = now(),
-              row_count = (select count(*) from leaderboard_entries where snapshot_id = ${id})
-            where id = ${id}`,
-        tx,
-      );
-      await dbh.rows(
-        sql`insert into leaderboard_current (category, period, snapshot_id, version, switched_at)
-            values (${category}, ${period}, ${id}, 0, now())
-            on conflict (category, period) do update set snapshot_id = excluded.snapshot_id, version = 0, switched_at = excluded.switched_at`,
-        tx,
-      );
-    });
+    // One statement flips the snapshot to ready and switches the pointer: atomic without a transaction round trip.
+    await dbh.rows(sql`
+      with ready as (
+        update leaderboard_snapshots set status = 'ready', completed_at = now(), row_count = ${rows.length}
+        where id = ${id} returning id, category, period
+      )
+      insert into leaderboard_current (category, period, snapshot_id, version, switched_at)
+      select category, period, id, 0, now() from ready
+      on conflict (category, period) do update set snapshot_id = excluded.snapshot_id, version = 0, switched_at = excluded.switched_at`);
   } catch (err) {
     await dbh.rows(sql`update leaderboard_snapshots set status = 'failed', completed_at = now() where id = ${id}`).catch(() => {});
     throw err;
@@ -83,12 +78,11 @@ export async function writeSnapshot(dbh: DbHandle, category: string, period: str
   return id;
 }
 
-/** Drops replaced snapshots past the retention (their entries cascade). The current one is never touched. */
-export async function pruneSnapshots(dbh: DbHandle, category: string, period: string): Promise<void> {
+/** Drops replaced snapshots past the retention (their entries cascade). Current snapshots are never touched. */
+export async function pruneSnapshots(dbh: DbHandle): Promise<void> {
   await dbh.rows(sql`
     delete from leaderboard_snapshots s
-    where s.category = ${category} and s.period = ${period}
-      and s.created_at < now() - make_interval(mins => ${SNAPSHOT_RETENTION_MINUTES})
+    where s.created_at < now() - make_interval(mins => ${SNAPSHOT_RETENTION_MINUTES})
       and not exists (select 1 from leaderboard_current c where c.snapshot_id = s.id)`);
 }
 
@@ -105,7 +99,6 @@ export async function syncBoard(deps: SyncDeps, category: Category, period: Peri
     // An empty answer is far more likely a venue hiccup than an empty board: keep the last good one.
     if (rows.length === 0) return { category, period, rows: 0, skipped, error: 'the venue returned no rows' };
     const snapshotId = await writeSnapshot(deps.dbh, category, period, rows, skipped);
-    await pruneSnapshots(deps.dbh, category, period);
     if (skipped > 0) deps.log.warn({ category, period, skipped }, 'leaderboard rows skipped: malformed');
     return { category, period, snapshotId, rows: rows.length, skipped };
   } catch (err) {
@@ -121,6 +114,7 @@ export async function syncBoard(deps: SyncDeps, category: Category, period: Peri
 export async function syncLeaderboards(deps: SyncDeps, opts: { concurrency?: number } = {}): Promise<{ items: number; boards: BoardOutcome[] }> {
   const pairs = CATEGORIES.flatMap((category) => PERIODS.map((period) => ({ category, period })));
   const boards = await mapLimit(pairs, opts.concurrency ?? 4, ({ category, period }) => syncBoard(deps, category, period));
+  await pruneSnapshots(deps.dbh).catch((err) => deps.log.warn({ err }, 'leaderboard snapshot pruning failed'));
   const items = boards.reduce((n, b) => n + b.rows, 0);
   const failed = boards.filter((b) => b.error);
   deps.publish(LEADERBOARD_CHANNEL, 'monitor:update', {
