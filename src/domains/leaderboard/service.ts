@@ -80,6 +80,15 @@ interface CursorPayload {
 
 const CURSOR_SCOPE = 'leaderboard';
 
+/** Verifies a cursor's HMAC and that it belongs to this very query (tab, sort, direction, period, category, search). */
+function decodeQueryCursor(secret: string, raw: string, q: string): CursorPayload {
+  const c = decodeCursor<CursorPayload>(secret, CURSOR_SCOPE, raw);
+  if (!c || c.q !== q || typeof c.k !== 'number' || typeof c.w !== 'string' || !Number.isInteger(c.s) || !Number.isInteger(c.r)) {
+    throw new AppError(400, 'INVALID_CURSOR', 'The cursor belongs to another query (tab, sort, direction, period, category or search changed)');
+  }
+  return c;
+}
+
 /** Escapes LIKE wildcards so a search for "50%" or "a_b" is literal. */
 export function likePattern(search: string): string {
   return `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -114,15 +123,19 @@ function toEntry(row: EntryRow, rank: number): LeaderboardEntry {
  */
 export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery): Promise<string> {
   const q = [input.tab, input.sort, input.sortDirection, input.period, input.category, input.search ?? ''].join('|');
-  let cursor: CursorPayload | undefined;
-  if (input.cursor) {
-    cursor = decodeCursor<CursorPayload>(deps.secret, CURSOR_SCOPE, input.cursor);
-    if (!cursor || cursor.q !== q || typeof cursor.k !== 'number' || typeof cursor.w !== 'string' || !Number.isInteger(cursor.r)) {
-      throw new AppError(400, 'INVALID_CURSOR', 'The cursor belongs to another query (tab, sort, direction, period, category or search changed)');
-    }
-  }
   const pointer = await currentPointer(deps, input.category, input.period);
-  if (!pointer) return JSON.stringify({ traders: [], nextCursor: null } satisfies LeaderboardPage);
+  if (!pointer) {
+    if (input.cursor) decodeQueryCursor(deps.secret, input.cursor, q);
+    return JSON.stringify({ traders: [], nextCursor: null } satisfies LeaderboardPage);
+  }
+  // Only pages of the current snapshot reached with a verified cursor are cached, so an exact
+  // hit on the raw cursor string needs no second HMAC check.
+  const currentKey = deps.cache.maxPages > 0 ? `${pointer.snapshotId}:${pointer.version}:${q}:${input.limit}:${input.cursor ?? ''}` : undefined;
+  if (currentKey) {
+    const hit = deps.cache.pages.get(currentKey);
+    if (hit !== undefined) return hit;
+  }
+  const cursor = input.cursor ? decodeQueryCursor(deps.secret, input.cursor, q) : undefined;
 
   // A cursor finishes its walk on the snapshot it started on while that snapshot is kept.
   let snapshotId = pointer.snapshotId;
@@ -143,11 +156,7 @@ export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery): 
     }
   }
 
-  const cacheKey = deps.cache.maxPages > 0 && version >= 0 && snapshotId === pointer.snapshotId ? `${snapshotId}:${version}:${q}:${input.limit}:${input.cursor ?? ''}` : undefined;
-  if (cacheKey) {
-    const hit = deps.cache.pages.get(cacheKey);
-    if (hit !== undefined) return hit;
-  }
+  const cacheKey = version >= 0 && snapshotId === pointer.snapshotId ? currentKey : undefined;
 
   const rows = await selectPage(deps.dbh, {
     snapshotId,
