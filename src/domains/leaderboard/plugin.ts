@@ -61,6 +61,7 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
           'A walk keeps reading the snapshot it started on while that snapshot is retained (about 30 minutes after it is replaced).',
           '`roi`, `winRate` (fractions), `sharpeRatio` and the other enrichment figures are all-time figures refreshed every 30 minutes; `pnl` and `volume` are the venue figures for the period.',
           'Before the first sync the board is empty: `{ traders: [], nextCursor: null }`.',
+          'Unknown query parameters are 400 VALIDATION_ERROR, so a misspelt parameter never silently falls back to its default.',
         ].join(' '),
         querystring: LeaderboardQuerySchema,
         response: { 200: LeaderboardPageSchema, ...problemResponses(400, 503) },
