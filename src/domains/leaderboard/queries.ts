@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, gte, sql, type SQL } from 'drizzle-orm';
 import {
   biggestWins,
   leaderboardCurrent,
@@ -175,4 +175,3 @@ export async function upsertCachedProfile(db: DbOrTx, wallet: string, period: st
     .onConflictDoUpdate({ target: [traderProfiles.walletAddress, traderProfiles.period], set: { profile, fetchedAt: at } });
 }
 
-export { inArray };
