@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import {
   bigint,
   bigserial,
@@ -16,6 +17,8 @@ import {
  * A leaderboard sync writes a whole new snapshot per (category, period), then
  * switches `leaderboard_current` to it in one statement: readers never see a
  * half-written board, and a failed sync leaves the last good one current.
+ * A few previous snapshots are kept for a while so cursors issued on them
+ * finish their walk on the board they started on.
  */
 export const leaderboardSnapshots = pgTable(
   'leaderboard_snapshots',
@@ -25,6 +28,8 @@ export const leaderboardSnapshots = pgTable(
     period: text('period').notNull(), // 1D | 7D | 30D | ALL
     status: text('status').notNull().default('building'), // building | ready | failed
     rowCount: integer('row_count').notNull().default(0),
+    /** Venue rows that failed strict parsing and were left out. */
+    skippedRows: integer('skipped_rows').notNull().default(0),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     completedAt: timestamp('completed_at', { withTimezone: true }),
   },
@@ -39,10 +44,21 @@ export const leaderboardCurrent = pgTable(
     snapshotId: bigint('snapshot_id', { mode: 'number' })
       .notNull()
       .references(() => leaderboardSnapshots.id),
+    /** Bumped whenever enrichment rewrites the figures of the current snapshot (response caches key on it). */
+    version: integer('version').notNull().default(0),
     switchedAt: timestamp('switched_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.category, t.period] })],
 );
+
+/**
+ * One row per trader and snapshot, with the enrichment figures copied in so
+ * every sort key is a column of this table. Each sort key has two keyset
+ * indexes: (snapshot, key, wallet) for ascending and (snapshot, -key, wallet)
+ * for descending, so both directions (ties by wallet ascending) are a single
+ * forward index range whatever the page depth.
+ */
+const SORT_COLUMNS = ['pnl', 'volume', 'roi', 'win_rate', 'sharpe_ratio', 'trade_count', 'avg_entry', 'avg_trade'] as const;
 
 export const leaderboardEntries = pgTable(
   'leaderboard_entries',
@@ -57,28 +73,69 @@ export const leaderboardEntries = pgTable(
     pnl: doublePrecision('pnl').notNull().default(0),
     volume: doublePrecision('volume').notNull().default(0),
     venueRank: integer('venue_rank'),
+    roi: doublePrecision('roi').notNull().default(0),
+    winRate: doublePrecision('win_rate').notNull().default(0),
+    wins: integer('wins').notNull().default(0),
+    losses: integer('losses').notNull().default(0),
+    bestTrade: doublePrecision('best_trade').notNull().default(0),
+    sharpeRatio: doublePrecision('sharpe_ratio').notNull().default(0),
+    tradeCount: integer('trade_count').notNull().default(0),
+    avgEntry: doublePrecision('avg_entry').notNull().default(0),
+    avgTrade: doublePrecision('avg_trade').notNull().default(0),
+    sparkline: jsonb('sparkline').$type<number[]>().notNull().default([]),
   },
   (t) => [
     primaryKey({ columns: [t.snapshotId, t.walletAddress] }),
-    index('leaderboard_entries_pnl_idx').on(t.snapshotId, t.pnl.desc(), t.walletAddress),
+    ...SORT_COLUMNS.flatMap((c) => [
+      index(`leaderboard_entries_${c}_asc_idx`).on(t.snapshotId, sql.raw(`"${c}"`), t.walletAddress),
+      index(`leaderboard_entries_${c}_desc_idx`).on(t.snapshotId, sql.raw(`(-"${c}")`), t.walletAddress),
+    ]),
   ],
 );
 
+export interface StoredPosition {
+  marketId: string;
+  marketTitle: string;
+  outcome: string;
+  size: number;
+  avgPrice: number;
+  currentPrice: number;
+  value: number;
+  pnl: number;
+}
+
+export interface StoredTrade {
+  marketId: string;
+  marketTitle: string;
+  side: string;
+  outcome: string;
+  price: number;
+  size: number;
+  timestamp: string;
+}
+
 /** Enrichment per trader from positions, closed positions and trades (leaderboard-enrich). */
-export const traderStats = pgTable('trader_stats', {
-  walletAddress: text('wallet_address').primaryKey(),
-  roi: doublePrecision('roi').notNull().default(0),
-  winRate: doublePrecision('win_rate').notNull().default(0),
-  wins: integer('wins').notNull().default(0),
-  losses: integer('losses').notNull().default(0),
-  bestTrade: doublePrecision('best_trade').notNull().default(0),
-  sharpeRatio: doublePrecision('sharpe_ratio').notNull().default(0),
-  tradeCount: integer('trade_count').notNull().default(0),
-  avgEntry: doublePrecision('avg_entry').notNull().default(0),
-  avgTrade: doublePrecision('avg_trade').notNull().default(0),
-  sparkline: jsonb('sparkline').$type<number[]>().notNull().default([]),
-  enrichedAt: timestamp('enriched_at', { withTimezone: true }).notNull().defaultNow(),
-});
+export const traderStats = pgTable(
+  'trader_stats',
+  {
+    walletAddress: text('wallet_address').primaryKey(),
+    totalPnl: doublePrecision('total_pnl').notNull().default(0),
+    roi: doublePrecision('roi').notNull().default(0),
+    winRate: doublePrecision('win_rate').notNull().default(0),
+    wins: integer('wins').notNull().default(0),
+    losses: integer('losses').notNull().default(0),
+    bestTrade: doublePrecision('best_trade').notNull().default(0),
+    sharpeRatio: doublePrecision('sharpe_ratio').notNull().default(0),
+    tradeCount: integer('trade_count').notNull().default(0),
+    avgEntry: doublePrecision('avg_entry').notNull().default(0),
+    avgTrade: doublePrecision('avg_trade').notNull().default(0),
+    sparkline: jsonb('sparkline').$type<number[]>().notNull().default([]),
+    topPositions: jsonb('top_positions').$type<StoredPosition[]>().notNull().default([]),
+    recentTrades: jsonb('recent_trades').$type<StoredTrade[]>().notNull().default([]),
+    enrichedAt: timestamp('enriched_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('trader_stats_enriched_idx').on(t.enrichedAt)],
+);
 
 /** Largest realized wins from closed positions, per trader and position. */
 export const biggestWins = pgTable(
@@ -97,6 +154,7 @@ export const biggestWins = pgTable(
   (t) => [
     primaryKey({ columns: [t.walletAddress, t.asset] }),
     index('biggest_wins_resolved_pnl_idx').on(t.resolvedAt, t.pnl.desc()),
+    index('biggest_wins_pnl_idx').on(t.pnl.desc()),
   ],
 );
 
@@ -111,4 +169,3 @@ export const traderProfiles = pgTable(
   },
   (t) => [primaryKey({ columns: [t.walletAddress, t.period] }), index('trader_profiles_fetched_idx').on(t.fetchedAt)],
 );
-

@@ -20,6 +20,7 @@ import { messengerRoutes } from './domains/messenger/plugin.js';
 import { internalNotificationRoutes, notificationRoutes } from './domains/notifications/plugin.js';
 import { alertRoutes } from './domains/alerts/plugin.js';
 import { pushRoutes } from './domains/push/plugin.js';
+import { leaderboardRoutes } from './domains/leaderboard/plugin.js';
 import { realtimePlugin, type RealtimeOptions } from './domains/realtime/plugin.js';
 import { jobsPlugin } from './jobs/plugin.js';
 import { jobRoutes } from './jobs/routes.js';
@@ -159,6 +160,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   await app.register(notificationRoutes, { prefix: '/api/v1/notifications' });
   await app.register(alertRoutes, { prefix: '/api/v1/alerts' });
   await app.register(pushRoutes, { prefix: '/api/v1/push' });
+  await app.register(leaderboardRoutes, { prefix: '/api/v1/leaderboard' });
   await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot' });
 
   await app.register(realtimePlugin, overrides.realtime ?? {});

@@ -2,13 +2,14 @@ import { checkPriceAlerts } from '../domains/alerts/service.js';
 import type { JobDefinition, JobHooks } from './types.js';
 import { eventsSyncJob } from './events-sync.js';
 import { priceSyncJob } from './price-sync.js';
+import { leaderboardEnrichJob } from './leaderboard-enrich.js';
+import { leaderboardSyncJob } from './leaderboard-sync.js';
 
 /**
- * The cron table (decisions.md §9). Each domain adds its jobs here:
- * price-sync (60 s), events-sync (5 min), leaderboard-sync (10 min),
- * leaderboard-enrich (30 min).
+ * The cron table (decisions.md §9): price-sync (60 s), events-sync (5 min),
+ * leaderboard-sync (10 min), leaderboard-enrich (30 min).
  */
-export const jobDefinitions: JobDefinition[] = [eventsSyncJob, priceSyncJob];
+export const jobDefinitions: JobDefinition[] = [eventsSyncJob, priceSyncJob, leaderboardSyncJob, leaderboardEnrichJob];
 
 /** Run by price-sync after each cycle with the prices that changed (the price-alert check). */
 export const priceChangeHooks: JobHooks['onPricesChanged'] = [

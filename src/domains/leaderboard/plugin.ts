@@ -1,0 +1,116 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { problemResponses } from '../../errors.js';
+import {
+  AddressParamsSchema,
+  BiggestWinSchema,
+  BiggestWinsQuerySchema,
+  LeaderboardPageSchema,
+  LeaderboardQuerySchema,
+  ProfileQuerySchema,
+  TraderProfileSchema,
+} from './schemas.js';
+import {
+  createLeaderboardCache,
+  getTraderProfile,
+  invalidateLeaderboardCache,
+  listBiggestWins,
+  listLeaderboard,
+  type ProfileDeps,
+} from './service.js';
+import { LEADERBOARD_CHANNEL } from './channel.js';
+
+const PROFILE_TTL_MS = 5 * 60_000;
+
+/** Public leaderboard routes (seed §4.3, decisions.md §4), under /api/v1/leaderboard. */
+export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
+  const cache = createLeaderboardCache();
+  // A sync or enrichment in this process publishes on the monitor channel: drop cached pages at once.
+  const onPublish = (msg: { channel: string }) => {
+    if (msg.channel === LEADERBOARD_CHANNEL) invalidateLeaderboardCache(cache);
+  };
+  app.bus.on('publish', onPublish);
+  app.addHook('onClose', async () => {
+    app.bus.off('publish', onPublish);
+  });
+
+  const deps = (): ProfileDeps => ({
+    db: app.db,
+    dbh: app.dbh,
+    secret: app.config.JWT_SECRET,
+    cache,
+    clock: app.clock,
+    api: { baseUrl: app.config.POLYMARKET_DATA_API_URL, http: { timeoutMs: 5_000, attempts: 2 } },
+    profileTtlMs: PROFILE_TTL_MS,
+  });
+
+  app.get(
+    '/',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'listLeaderboard',
+        tags: ['leaderboard'],
+        summary: 'Ranked traders of one board, keyset-paginated',
+        description: [
+          'One board per (period, category), synced from Polymarket every 10 minutes and switched atomically.',
+          '`rank` is the position in the full ordering of (tab, period, category, sort, sortDirection); search and paging never renumber it.',
+          'Ties break by wallet address ascending (lower-case) in both directions.',
+          '`search` is a case-insensitive substring of the display name or the address; `%`, `_` and `\\` are literal.',
+          '`cursor` is opaque, HMAC-signed and bound to the query: reusing it with another tab, sort, direction, period, category or search is 400 INVALID_CURSOR; `limit` may change between pages.',
+          'A walk keeps reading the snapshot it started on while that snapshot is retained (about 30 minutes after it is replaced).',
+          '`roi`, `winRate` (fractions), `sharpeRatio` and the other enrichment figures are all-time figures refreshed every 30 minutes; `pnl` and `volume` are the venue figures for the period.',
+          'Before the first sync the board is empty: `{ traders: [], nextCursor: null }`.',
+          'Unknown query parameters are 400 VALIDATION_ERROR, so a misspelt parameter never silently falls back to its default.',
+        ].join(' '),
+        querystring: LeaderboardQuerySchema,
+        response: { 200: LeaderboardPageSchema, ...problemResponses(400, 503) },
+      },
+    },
+    async (request, reply) => {
+      const body = await listLeaderboard(deps(), request.query);
+      // Already serialised (and maybe cached): sent as is.
+      return reply.type('application/json; charset=utf-8').send(body as never);
+    },
+  );
+
+  app.get(
+    '/biggest-wins',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'listBiggestWins',
+        tags: ['leaderboard'],
+        summary: 'Largest realized wins of ranked traders within a period',
+        description:
+          'Closed positions resolved within `period` (default 1D), largest realized PnL first (ties by wallet). `side` is the outcome held, lower-case (`yes`, `no`, or the outcome name); `entryPrice` is the average entry price, `exitPrice` the settlement price. Refreshed by enrichment every 30 minutes.',
+        querystring: BiggestWinsQuerySchema,
+        response: { 200: z.array(BiggestWinSchema), ...problemResponses(400, 503) },
+      },
+    },
+    async (request) => listBiggestWins(deps(), request.query),
+  );
+
+  app.get(
+    '/:address',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'getTraderProfile',
+        tags: ['leaderboard'],
+        summary: 'Profile of any EVM wallet address',
+        description: [
+          '`period` (1D, 7D, 30D, ALL; default 30D as in the seed example).',
+          'A trader on the current OVERALL board of the period who has been enriched is answered from stored data: `totalPnl` is the venue PnL for the period; `roi`, `winRate` and `totalTrades` are all-time enrichment figures.',
+          'Any other address is fetched from Polymarket on demand and cached for 5 minutes; its figures cover closed positions and trades within the period (open positions always count).',
+          'An address with no activity is 200 with zeros and empty arrays. The venue being down on an uncached address is 503 UNAVAILABLE.',
+          '`marketId` of positions and trades is the Polymarket condition id; `side` of a trade is `buy` or `sell`; `timestamp` is ISO 8601.',
+        ].join(' '),
+        params: AddressParamsSchema,
+        querystring: ProfileQuerySchema,
+        response: { 200: TraderProfileSchema, ...problemResponses(400, 503) },
+      },
+    },
+    async (request) => getTraderProfile(deps(), request.params.address, request.query.period),
+  );
+};

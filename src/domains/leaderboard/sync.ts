@@ -1,0 +1,132 @@
+import { sql } from 'drizzle-orm';
+import type { FastifyBaseLogger } from 'fastify';
+import type { DbHandle } from '../../db/index.js';
+import type { PublishFn } from '../../plugins/infra.js';
+import { fetchLeaderboard, type DataApi } from '../../venues/polymarket/data-api.js';
+import { CATEGORIES, mergeOrderings, PERIODS, toVenuePeriod, type Category, type Period, type SnapshotRow } from '../../venues/polymarket/data-map.js';
+import { LEADERBOARD_CHANNEL } from './channel.js';
+import { mapLimit } from './pool.js';
+
+export interface SyncDeps {
+  dbh: DbHandle;
+  log: FastifyBaseLogger;
+  publish: PublishFn;
+  clock: () => Date;
+  api: DataApi;
+}
+
+/** How long a replaced snapshot is kept so cursors issued on it can finish their walk. */
+export const SNAPSHOT_RETENTION_MINUTES = 30;
+const INSERT_CHUNK = 5_000;
+
+export interface BoardOutcome {
+  category: Category;
+  period: Period;
+  snapshotId?: number;
+  rows: number;
+  skipped: number;
+  error?: string;
+}
+
+/**
+ * Writes one board as a new snapshot and switches `leaderboard_current` to it.
+ * Rows are inserted while the snapshot is 'building' (invisible to readers);
+ * the status flip and the pointer switch happen in one statement. The
+ * enrichment figures already known for each wallet are copied in, so every
+ * sort key is ready the moment the board is visible.
+ */
+export async function writeSnapshot(dbh: DbHandle, category: string, period: string, rows: SnapshotRow[], skipped: number): Promise<number> {
+  const [snap] = await dbh.rows<{ id: number | string }>(sql`
+    insert into leaderboard_snapshots (category, period, status, skipped_rows)
+    values (${category}, ${period}, 'building', ${skipped}) returning id`);
+  const id = Number(snap.id);
+  try {
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+      const chunk = rows.slice(i, i + INSERT_CHUNK).map((r) => ({
+        w: r.walletAddress,
+        n: r.displayName,
+        a: r.avatarUrl,
+        k: r.isKol,
+        p: r.pnl,
+        v: r.volume,
+        r: r.venueRank,
+      }));
+      await dbh.rows(sql`
+        insert into leaderboard_entries (snapshot_id, wallet_address, display_name, avatar_url, is_kol, pnl, volume, venue_rank,
+          roi, win_rate, wins, losses, best_trade, sharpe_ratio, trade_count, avg_entry, avg_trade, sparkline)
+        select ${id}, v.w, v.n, v.a, v.k, v.p, v.v, v.r,
+          coalesce(s.roi, 0), coalesce(s.win_rate, 0), coalesce(s.wins, 0), coalesce(s.losses, 0), coalesce(s.best_trade, 0),
+          coalesce(s.sharpe_ratio, 0), coalesce(s.trade_count, 0), coalesce(s.avg_entry, 0), coalesce(s.avg_trade, 0),
+          coalesce(s.sparkline, '[]'::jsonb)
+        from jsonb_to_recordset(${JSON.stringify(chunk)}::jsonb) as v(w text, n text, a text, k boolean, p float8, v float8, r int)
+        left join trader_stats s on s.wallet_address = v.w
+        on conflict do nothing`);
+    }
+    // One statement flips the snapshot to ready and switches the pointer: atomic without a transaction round trip.
+    await dbh.rows(sql`
+      with ready as (
+        update leaderboard_snapshots set status = 'ready', completed_at = now(), row_count = ${rows.length}
+        where id = ${id} returning id, category, period
+      )
+      insert into leaderboard_current (category, period, snapshot_id, version, switched_at)
+      select category, period, id, 0, now() from ready
+      on conflict (category, period) do update set snapshot_id = excluded.snapshot_id, version = 0, switched_at = excluded.switched_at`);
+  } catch (err) {
+    await dbh.rows(sql`update leaderboard_snapshots set status = 'failed', completed_at = now() where id = ${id}`).catch(() => {});
+    throw err;
+  }
+  return id;
+}
+
+/** Drops replaced snapshots past the retention (their entries cascade). Current snapshots are never touched. */
+export async function pruneSnapshots(dbh: DbHandle): Promise<void> {
+  await dbh.rows(sql`
+    delete from leaderboard_snapshots s
+    where s.created_at < now() - make_interval(mins => ${SNAPSHOT_RETENTION_MINUTES})
+      and not exists (select 1 from leaderboard_current c where c.snapshot_id = s.id)`);
+}
+
+/** Fetches both orderings of one board from the venue and writes it; any failed page fails the board. */
+export async function syncBoard(deps: SyncDeps, category: Category, period: Period): Promise<BoardOutcome> {
+  try {
+    const timePeriod = toVenuePeriod(period);
+    const [byPnl, byVol] = await Promise.all([
+      fetchLeaderboard(deps.api, { category, timePeriod, orderBy: 'PNL' }),
+      fetchLeaderboard(deps.api, { category, timePeriod, orderBy: 'VOL' }),
+    ]);
+    const rows = mergeOrderings(byPnl.rows, byVol.rows);
+    const skipped = byPnl.skipped + byVol.skipped;
+    // An empty answer is far more likely a venue hiccup than an empty board: keep the last good one.
+    if (rows.length === 0) return { category, period, rows: 0, skipped, error: 'the venue returned no rows' };
+    const snapshotId = await writeSnapshot(deps.dbh, category, period, rows, skipped);
+    if (skipped > 0) deps.log.warn({ category, period, skipped }, 'leaderboard rows skipped: malformed');
+    return { category, period, snapshotId, rows: rows.length, skipped };
+  } catch (err) {
+    return { category, period, rows: 0, skipped: 0, error: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+/**
+ * leaderboard-sync: every (category, period) board, a few at a time toward
+ * the venue. Boards that fail keep their last good snapshot; the run reports
+ * failure (after switching the boards that succeeded) so job_runs shows it.
+ */
+export async function syncLeaderboards(deps: SyncDeps, opts: { concurrency?: number } = {}): Promise<{ items: number; boards: BoardOutcome[] }> {
+  const pairs = CATEGORIES.flatMap((category) => PERIODS.map((period) => ({ category, period })));
+  const boards = await mapLimit(pairs, opts.concurrency ?? 4, ({ category, period }) => syncBoard(deps, category, period));
+  await pruneSnapshots(deps.dbh).catch((err) => deps.log.warn({ err }, 'leaderboard snapshot pruning failed'));
+  const items = boards.reduce((n, b) => n + b.rows, 0);
+  const failed = boards.filter((b) => b.error);
+  deps.publish(LEADERBOARD_CHANNEL, 'monitor:update', {
+    type: 'leaderboard-sync',
+    syncedAt: deps.clock().toISOString(),
+    boards: boards.map((b) => ({ category: b.category, period: b.period, updated: !b.error, rows: b.rows })),
+  });
+  if (failed.length > 0) {
+    for (const f of failed) deps.log.warn({ category: f.category, period: f.period, error: f.error }, 'leaderboard board kept its last snapshot');
+    throw new Error(
+      `${failed.length} of ${boards.length} boards kept their last snapshot: ${failed.map((f) => `${f.category}/${f.period} (${f.error})`).join('; ')}`.slice(0, 480),
+    );
+  }
+  return { items, boards };
+}
