@@ -28,6 +28,10 @@ function testRoutes(app: FastifyInstance) {
   r.get('/api/v1/test/db-down', { config: { public: true } }, async () => {
     throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
   });
+  r.get('/api/v1/test/items/:id', { config: { public: true } }, async (req) => ({ id: (req.params as { id: string }).id }));
+  r.get('/api/v1/test/data-exception', { config: { public: true } }, async () => {
+    throw Object.assign(new Error('invalid input syntax for type uuid: "x"'), { code: '22P02' });
+  });
   r.get('/api/v1/test/app-error', { config: { public: true } }, async () => {
     throw new AppError(409, 'ALERT_LIMIT', 'You already have 100 active alerts');
   });
@@ -100,6 +104,23 @@ describe('problem+json for every error (decisions.md §2)', () => {
     const body = expectProblem(res, 503, 'UNAVAILABLE');
     expect(res.headers['retry-after']).toBe('5');
     expect(JSON.stringify(body)).not.toContain('5432');
+  });
+
+  it('NUL characters anywhere in the request → 400 before any handler runs', async () => {
+    for (const req of [
+      { method: 'GET' as const, url: '/api/v1/test/items/%00' },
+      { method: 'GET' as const, url: '/api/v1/test/items/x?q=a%00b' },
+      { method: 'POST' as const, url: '/api/v1/test/echo', payload: { name: 'a\u0000b', limit: 1, kind: 'a' } },
+    ]) {
+      const body = expectProblem(await t.app.inject(req), 400, 'VALIDATION_ERROR');
+      expect(body.detail).toMatch(/NUL/);
+    }
+    expect((await t.app.inject({ method: 'GET', url: '/api/v1/test/items/fine' })).json()).toEqual({ id: 'fine' });
+  });
+
+  it('a database data exception (SQLSTATE 22xxx) → 400, not 500', async () => {
+    const body = expectProblem(await t.app.inject({ method: 'GET', url: '/api/v1/test/data-exception' }), 400, 'VALIDATION_ERROR');
+    expect(body.detail).not.toContain('uuid');
   });
 
   it('AppError renders its status and code', async () => {

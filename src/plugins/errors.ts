@@ -45,6 +45,30 @@ export function isUnavailableError(err: unknown): boolean {
   return false;
 }
 
+/**
+ * SQLSTATE class 22 (data exception: invalid text representation, NUL in
+ * text, numeric out of range, …) can only come from input the schemas let
+ * through; it is the client's request that is wrong, so 400, never 500.
+ */
+export function isDataException(err: unknown): boolean {
+  const seen = new Set<unknown>();
+  let e: unknown = err;
+  while (e && typeof e === 'object' && !seen.has(e)) {
+    seen.add(e);
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code)) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+function hasNul(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (!value || typeof value !== 'object' || depth > 64) return false;
+  for (const [k, v] of Object.entries(value)) if (k.includes('\u0000') || hasNul(v, depth + 1)) return true;
+  return false;
+}
+
 function zodErrors(err: { validation: Array<{ instancePath?: string; message?: string; params?: unknown }>; validationContext?: string }): FieldError[] {
   return err.validation.map((v) => {
     const path = (v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
@@ -106,12 +130,25 @@ export const errorsPlugin = fp(
       }
       const client = fastifyClientError(fe);
       if (client) return sendProblem(reply, problem(client.status, client.code, client.detail));
+      if (isDataException(err)) {
+        request.log.info({ err }, 'database refused a value from the request');
+        return sendProblem(reply, problem(400, 'VALIDATION_ERROR', 'The request contains a value that cannot be stored or searched'));
+      }
       if (isUnavailableError(err)) {
         request.log.warn({ err }, 'dependency unavailable');
         return sendProblem(reply, problem(503, 'UNAVAILABLE', 'A required service is unavailable, try again shortly'), { 'retry-after': 5 });
       }
       request.log.error({ err }, 'unhandled error');
       return sendProblem(reply, problem(500, 'INTERNAL_ERROR', 'An unexpected error occurred'));
+    });
+
+    // PostgreSQL text cannot hold NUL characters: refuse them before any handler runs.
+    app.addHook('preValidation', async (request, reply) => {
+      for (const [part, value] of [['params', request.params], ['querystring', request.query], ['body', request.body]] as const) {
+        if (hasNul(value)) {
+          return sendProblem(reply, problem(400, 'VALIDATION_ERROR', 'The request contains a NUL character', [{ path: part, message: 'must not contain NUL (\\u0000) characters' }]));
+        }
+      }
     });
 
     app.setNotFoundHandler((request, reply) =>
