@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import helmet from '@fastify/helmet';
 import cors from '@fastify/cors';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { serializerCompiler } from './lib/serializer.js';
@@ -9,6 +8,7 @@ import type { Config } from './config.js';
 import type { DbHandle } from './db/index.js';
 import { problem, unavailable } from './errors.js';
 import { errorsPlugin, sendProblem } from './plugins/errors.js';
+import { securityHeadersPlugin } from './plugins/security-headers.js';
 import { infraPlugin } from './plugins/infra.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { authPlugin } from './plugins/auth.js';
@@ -110,11 +110,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     reply.header('x-request-id', request.id);
   });
 
-  await app.register(helmet, {
-    // The API serves JSON; the only HTML is the /docs UI, whose plugin sets its own CSP.
-    contentSecurityPolicy: false,
-    crossOriginResourcePolicy: { policy: 'same-site' },
-  });
+  await app.register(securityHeadersPlugin, { production: config.isProduction });
   if (config.CORS_ORIGINS.length > 0) {
     const allowed = new Set(config.CORS_ORIGINS);
     await app.register(cors, {

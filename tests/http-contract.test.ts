@@ -174,9 +174,19 @@ describe('headers', () => {
     const res = await t.app.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': 'abc-123' } });
     expect(res.headers['x-request-id']).toBe('abc-123');
     expect(res.headers['x-content-type-options']).toBe('nosniff');
-    expect(res.headers['strict-transport-security']).toBeDefined();
+    expect(res.headers['x-frame-options']).toBe('DENY');
+    expect(res.headers['content-security-policy']).toBe("default-src 'none'; frame-ancestors 'none'");
+    expect(res.headers['referrer-policy']).toBe('no-referrer');
+    expect(res.headers['strict-transport-security']).toBeUndefined(); // only in production (served over TLS)
     const res2 = await t.app.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': 'bad id with spaces' } });
     expect(res2.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('production adds HSTS', async () => {
+    const p = await buildTestApp({ NODE_ENV: 'production' }, { db: t.db });
+    const res = await p.app.inject({ method: 'GET', url: '/health/live' });
+    expect(res.headers['strict-transport-security']).toBe('max-age=31536000; includeSubDomains');
+    await p.close();
   });
 
   it('CORS allows listed origins with credentials and refuses others', async () => {
