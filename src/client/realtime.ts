@@ -21,6 +21,7 @@ export class Realtime {
   readonly socket: Socket;
   private readonly channels = new Set<string>();
   private readonly ackTimeoutMs: number;
+  private closed = false;
 
   constructor(
     private readonly session: Session,
@@ -32,6 +33,11 @@ export class Realtime {
       ...opts.socketOptions,
       // A function: every (re)connection sends the token current at that moment.
       auth: (cb) => cb(session.token ? { token: session.token } : {}),
+    });
+    // A server that shuts down (deploy, restart) disconnects its sockets on purpose, and
+    // socket.io-client does not reconnect after that by itself: come back when it does.
+    this.socket.on('disconnect', (reason) => {
+      if (reason === 'io server disconnect' && !this.closed) setTimeout(() => !this.closed && this.socket.connect(), 500);
     });
     this.socket.on('connect', () => {
       for (const channel of this.channels) void this.emit('subscribe', channel);
@@ -88,6 +94,7 @@ export class Realtime {
   }
 
   close() {
+    this.closed = true;
     this.channels.clear();
     this.socket.close();
   }

@@ -112,7 +112,10 @@ export const docsPlugin = fp(
         const out = jsonSchemaTransform(args);
         const route = args.route as { config?: { public?: boolean; internal?: boolean; rateLimit?: unknown } };
         const cfg = route.config ?? {};
-        return { ...out, schema: decorateOperation(out.schema as Record<string, unknown>, cfg) } as never;
+        // A prefix's root route is served with and without the trailing slash; the
+        // contract names it without (e.g. /api/v1/events), so the document does too.
+        const url = out.url.length > 1 ? out.url.replace(/\/$/, '') : out.url;
+        return { ...out, url, schema: decorateOperation(out.schema as Record<string, unknown>, cfg) } as never;
       },
       transformObject: jsonSchemaTransformObject,
     });

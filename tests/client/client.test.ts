@@ -1,0 +1,169 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSigner } from 'fast-jwt';
+import type { FastifyInstance } from 'fastify';
+import { createApiClient, unwrap, ApiError, type TokenStorage } from '../../src/client/index.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { solanaWallet, evmWallet } from '../auth/helpers.js';
+
+const SECRET = 'test-secret-test-secret-test-secret-0123456789';
+const INTERNAL = 'internal-token-internal-token';
+let t: TestApp;
+let base: string;
+let ipCounter = 10;
+
+beforeAll(async () => {
+  t = await buildTestApp({ TRUST_PROXY: 'true', INTERNAL_API_TOKEN: INTERNAL });
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  base = `http://127.0.0.1:${(t.app.server.address() as { port: number }).port}`;
+});
+afterAll(async () => t?.close());
+
+/** fetch as one client machine (its own IP for the per-IP limits), counting refresh calls. */
+function clientFetch() {
+  const ip = `198.51.100.${ipCounter++}`;
+  const calls = { refresh: 0 };
+  const f: typeof fetch = (input, init) => {
+    const req = new Request(input as Request, init);
+    if (new URL(req.url).pathname === '/api/v1/auth/refresh') calls.refresh++;
+    const headers = new Headers(req.headers);
+    headers.set('x-forwarded-for', ip);
+    return fetch(new Request(req, { headers }));
+  };
+  return { fetch: f, calls };
+}
+
+/** A browser's cookie jar, for cookie mode under Node. */
+function withCookieJar(inner: typeof fetch) {
+  const jar = new Map<string, { value: string; path: string }>();
+  const f: typeof fetch = async (input, init) => {
+    const req = new Request(input as Request, init);
+    const path = new URL(req.url).pathname;
+    const cookie = [...jar].filter(([, c]) => path.startsWith(c.path)).map(([k, c]) => `${k}=${c.value}`).join('; ');
+    const headers = new Headers(req.headers);
+    if (cookie) headers.set('cookie', cookie);
+    const res = await inner(new Request(req, { headers }));
+    for (const line of res.headers.getSetCookie()) {
+      const [pair, ...attrs] = line.split(';').map((s) => s.trim());
+      const [name, value] = [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)];
+      const p = attrs.find((a) => a.toLowerCase().startsWith('path='))?.slice(5) ?? '/';
+      const cleared = value === '' || attrs.some((a) => /^max-age=0$/i.test(a) || /^expires=thu, 01 jan 1970/i.test(a));
+      if (cleared) jar.delete(name);
+      else jar.set(name, { value, path: p });
+    }
+    return res;
+  };
+  return { fetch: f, jar };
+}
+
+function memoryStorage(): TokenStorage & { value: string | null } {
+  return {
+    value: null,
+    get() {
+      return this.value;
+    },
+    set(v) {
+      this.value = v;
+    },
+  };
+}
+
+const expired = (user: { id: string; walletAddress: string; chain: string }) =>
+  createSigner({ key: SECRET, algorithm: 'HS256', clockTimestamp: Date.now() - 3_600_000, expiresIn: 60_000 })({
+    sub: user.id,
+    walletAddress: user.walletAddress,
+    chain: user.chain,
+  });
+
+function setAccessToken(session: object, token: string) {
+  (session as { accessToken: string }).accessToken = token;
+}
+
+describe('client: token mode (mobile)', () => {
+  it('20 concurrent calls with an expired access token cause exactly one refresh, and all succeed', async () => {
+    const { fetch: f, calls } = clientFetch();
+    const storage = memoryStorage();
+    const c = createApiClient({ baseUrl: base, mode: 'token', storage, fetch: f });
+    const wallet = await solanaWallet();
+    const user = await c.session.signInWithWallet({ address: wallet.address, chain: 'solana', signMessage: wallet.sign });
+    expect(user.walletAddress).toBe(wallet.address);
+    expect(storage.value).toBeTruthy(); // the refresh token, taken from the sign-in answer
+    const firstRefresh = storage.value;
+
+    setAccessToken(c.session, expired(user));
+    const results = await Promise.all(Array.from({ length: 20 }, () => c.api.GET('/api/v1/notifications')));
+    expect(results.map((r) => r.response.status)).toEqual(Array(20).fill(200));
+    expect(calls.refresh).toBe(1);
+    expect(storage.value).not.toBe(firstRefresh); // rotated, kept from the refresh body
+  });
+
+  it('a failed refresh calls onLoggedOut once and every waiting call gets its 401', async () => {
+    const { fetch: f, calls } = clientFetch();
+    let loggedOut = 0;
+    const storage = memoryStorage();
+    const c = createApiClient({ baseUrl: base, mode: 'token', storage, fetch: f, onLoggedOut: () => loggedOut++ });
+    const wallet = evmWallet();
+    const user = await c.session.signInWithWallet({ address: wallet.address, chain: 'evm', signMessage: wallet.sign });
+    // Another device logs out everywhere: every refresh token of the user is revoked.
+    const other = await fetch(`${base}/api/v1/auth/logout`, { method: 'POST', headers: { authorization: `Bearer ${c.session.token}` } });
+    expect(other.status).toBe(204);
+
+    setAccessToken(c.session, expired(user));
+    const results = await Promise.all(Array.from({ length: 5 }, () => c.api.GET('/api/v1/alerts')));
+    expect(results.map((r) => r.response.status)).toEqual(Array(5).fill(401));
+    expect(calls.refresh).toBe(1);
+    expect(loggedOut).toBe(1);
+    expect(c.session.signedIn).toBe(false);
+    expect(storage.value).toBeNull();
+  });
+});
+
+describe('client: cookie mode (browser)', () => {
+  it('signs in, and after a reload (no access token in memory) refreshes from the cookie alone', async () => {
+    const { fetch: f, calls } = clientFetch();
+    const { fetch: browser, jar } = withCookieJar(f);
+    const c = createApiClient({ baseUrl: base, mode: 'cookie', fetch: browser });
+    const wallet = await solanaWallet();
+    await c.session.signInWithWallet({ address: wallet.address, chain: 'solana', signMessage: wallet.sign });
+    expect(jar.has('refresh_token')).toBe(true);
+    expect(jar.get('logged_in')?.value).toBe('1');
+
+    const reloaded = createApiClient({ baseUrl: base, mode: 'cookie', fetch: browser });
+    expect(reloaded.session.signedIn).toBe(false);
+    const prefs = await unwrap(reloaded.api.GET('/api/v1/push/preferences'));
+    expect(prefs).toMatchObject({ enabled: true });
+    expect(calls.refresh).toBe(1);
+    expect(reloaded.session.signedIn).toBe(true);
+  });
+
+  it('logout clears the session and the cookies', async () => {
+    const { fetch: f } = clientFetch();
+    const { fetch: browser, jar } = withCookieJar(f);
+    const c = createApiClient({ baseUrl: base, mode: 'cookie', fetch: browser });
+    const wallet = await solanaWallet();
+    await c.session.signInWithWallet({ address: wallet.address, chain: 'solana', signMessage: wallet.sign });
+    await c.session.logout();
+    expect(c.session.signedIn).toBe(false);
+    expect(jar.has('refresh_token')).toBe(false);
+  });
+});
+
+describe('client: errors', () => {
+  it('problem+json answers are thrown as ApiError with status and code', async () => {
+    const c = createApiClient({ baseUrl: base, mode: 'token', storage: memoryStorage(), fetch: clientFetch().fetch });
+    const err = await unwrap(c.api.GET('/api/v1/events/{slug}', { params: { path: { slug: 'no-such-event' } } })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).status).toBe(404);
+    expect((err as ApiError).code).toBe('NOT_FOUND');
+    const bad = await unwrap(c.api.GET('/api/v1/events', { params: { query: { limit: 500 } } })).catch((e: unknown) => e);
+    expect((bad as ApiError).code).toBe('VALIDATION_ERROR');
+    expect((bad as ApiError).errors[0].path).toBe('limit');
+    const signIn = await c.session
+      .signInWithWallet({ address: (await solanaWallet()).address, chain: 'solana', signMessage: async () => '1111' })
+      .catch((e: unknown) => e);
+    expect(signIn).toBeInstanceOf(ApiError);
+    expect((signIn as ApiError).status).toBeGreaterThanOrEqual(400);
+  });
+});
+
+export { t as _testApp };
+export type { FastifyInstance };

@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSigner } from 'fast-jwt';
+import { createApiClient, type Realtime } from '../../src/client/index.js';
+import { buildTestApp, createTestDb, type TestApp } from '../helpers/app.js';
+import { solanaWallet } from '../auth/helpers.js';
+import type { DbHandle } from '../../src/db/index.js';
+
+const SECRET = 'test-secret-test-secret-test-secret-0123456789';
+let db: DbHandle;
+let t: TestApp;
+let port: number;
+const open: Realtime[] = [];
+
+async function startOn(p: number) {
+  const app = await buildTestApp({ TRUST_PROXY: 'true' }, { db });
+  await app.app.listen({ port: p, host: '127.0.0.1' });
+  return app;
+}
+
+beforeAll(async () => {
+  db = await createTestDb();
+  t = await startOn(0);
+  port = (t.app.server.address() as { port: number }).port;
+});
+afterAll(async () => {
+  for (const r of open) r.close();
+  await t?.close();
+  await db?.close();
+});
+
+function waitFor<T>(fn: () => T | undefined, timeoutMs = 15_000): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const tick = () => {
+      const v = fn();
+      if (v !== undefined) return resolve(v);
+      if (Date.now() - started > timeoutMs) return reject(new Error('timed out'));
+      setTimeout(tick, 50);
+    };
+    tick();
+  });
+}
+
+let ip = 40;
+async function signedInClient() {
+  const ipAddr = `203.0.113.${ip++}`;
+  const f: typeof fetch = (input, init) => {
+    const req = new Request(input as Request, init);
+    const headers = new Headers(req.headers);
+    headers.set('x-forwarded-for', ipAddr);
+    return fetch(new Request(req, { headers }));
+  };
+  const storage = { v: null as string | null, get() { return this.v; }, set(x: string | null) { this.v = x; } };
+  const c = createApiClient({ baseUrl: `http://127.0.0.1:${port}`, mode: 'token', storage, fetch: f });
+  const wallet = await solanaWallet();
+  const user = await c.session.signInWithWallet({ address: wallet.address, chain: 'solana', signMessage: wallet.sign });
+  return { c, user };
+}
+
+describe('client realtime helper', () => {
+  it('subscribes with acks and receives its own notifications', async () => {
+    const { c, user } = await signedInClient();
+    const live = c.realtime({ socketOptions: { reconnectionDelay: 200, reconnectionDelayMax: 500 } });
+    open.push(live);
+    const got: unknown[] = [];
+    live.on('notification', (n) => got.push(n));
+    expect(await live.subscribe('user:notifications')).toEqual({ ok: true });
+    expect(await live.subscribe('user:not-me')).toMatchObject({ ok: false, error: { code: expect.any(String) } });
+    t.app.publish(`user:${user.id}:notifications`, 'notification', { id: 'n1', title: 'Hi' });
+    await waitFor(() => (got.length ? got : undefined));
+    expect(got[0]).toMatchObject({ id: 'n1' });
+  });
+
+  it('survives a token expiry: refreshes, re-authenticates and resubscribes to private channels', async () => {
+    const { c, user } = await signedInClient();
+    // A token that expires in 7 s: the server warns 5 s before, i.e. after ~2 s.
+    const shortLived = createSigner({ key: SECRET, algorithm: 'HS256', expiresIn: 7_000 })({ sub: user.id, walletAddress: user.walletAddress, chain: user.chain });
+    (c.session as unknown as { accessToken: string }).accessToken = shortLived;
+    const live = c.realtime();
+    open.push(live);
+    let expiredSeen = 0;
+    live.on('auth:expired', () => expiredSeen++);
+    expect(await live.subscribe(`user:${user.id}`)).toEqual({ ok: true });
+    await waitFor(() => (expiredSeen > 0 ? true : undefined), 10_000);
+    await waitFor(() => (c.session.token !== shortLived ? true : undefined));
+    const got: unknown[] = [];
+    live.on('portfolio:update', (p) => got.push(p));
+    // Resubscribed after re-auth: a publish on the private channel arrives.
+    await waitFor(() => {
+      t.app.publish(`user:${user.id}`, 'portfolio:update', { v: 1 });
+      return got.length ? true : undefined;
+    });
+    expect(got[0]).toEqual({ v: 1 });
+  }, 30_000);
+
+  it('survives a server restart: reconnects and resubscribes', async () => {
+    const { c } = await signedInClient();
+    const live = c.realtime({ socketOptions: { reconnectionDelay: 200, reconnectionDelayMax: 500 } });
+    open.push(live);
+    expect(await live.subscribe('market:pm-restart')).toEqual({ ok: true });
+    let disconnects = 0;
+    live.socket.on('disconnect', () => disconnects++);
+    await t.close();
+    await waitFor(() => (disconnects > 0 ? true : undefined));
+    t = await startOn(port);
+    await waitFor(() => (live.socket.connected ? true : undefined));
+    const got: unknown[] = [];
+    live.on('market:update', (u) => got.push(u));
+    await waitFor(() => {
+      t.app.publish('market:pm-restart', 'market:update', { marketId: 'pm-restart', yesPrice: 0.5 });
+      return got.length ? true : undefined;
+    });
+    expect(got[0]).toMatchObject({ marketId: 'pm-restart' });
+  }, 30_000);
+});
