@@ -34,6 +34,31 @@ describe('OpenAPI', () => {
     expect(Object.keys(responses['200'].content)).toEqual(['application/json']);
   });
 
+  it('states what the OWASP lint checks: credentials, retry hints, integer formats, contract paths', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json();
+    expect(doc.servers[0].description).toMatch(/local|staging|production/);
+    expect(doc.components.securitySchemes.bearerAuth.description).toMatch(/RFC8725/);
+    expect(doc.paths['/api/v1/auth/refresh'].post.security).toEqual([{ refreshCookie: [] }, {}]);
+    expect(doc.components.securitySchemes.refreshCookie).toMatchObject({ type: 'apiKey', in: 'cookie', name: 'refresh_token' });
+    const limited = doc.paths['/api/v1/auth/wallet'].post.responses;
+    expect(Object.keys(limited['429'].headers)).toEqual(expect.arrayContaining(['Retry-After', 'RateLimit-Limit', 'RateLimit-Reset']));
+    expect(Object.keys(limited['201'].headers)).toEqual(expect.arrayContaining(['RateLimit-Limit', 'RateLimit-Reset']));
+    // Prefix routes appear as the contract's paths, and those paths are served.
+    expect(doc.paths['/api/v1/events']).toBeDefined();
+    expect(Object.keys(doc.paths).filter((p) => p.length > 1 && p.endsWith('/'))).toEqual([]);
+    expect((await t.app.inject({ method: 'GET', url: '/api/v1/events' })).statusCode).toBe(200);
+    const integers: unknown[] = [];
+    JSON.stringify(doc, (_k, v) => {
+      if (v && typeof v === 'object' && (v as { type?: unknown }).type === 'integer') integers.push(v);
+      return v;
+    });
+    expect(integers.length).toBeGreaterThan(0);
+    for (const i of integers) expect(['int32', 'int64']).toContain((i as { format?: string }).format);
+    // No schema in components is left unreferenced.
+    const text = JSON.stringify({ ...doc, components: { ...doc.components, schemas: {} } }) + JSON.stringify(doc.components.schemas);
+    for (const name of Object.keys(doc.components.schemas)) expect(text).toContain(`"#/components/schemas/${name}"`);
+  });
+
   it('/docs renders the interactive reference without a token', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/docs/' });
     expect(res.statusCode).toBe(200);

@@ -24,10 +24,15 @@ const DESCRIPTION = `Backend of the prediction-market trading platform.
 
 const PROBLEM_REF = { $ref: '#/components/schemas/Problem' };
 const RATE_LIMIT_HEADERS = {
-  'RateLimit-Limit': { description: 'Requests allowed in the window', schema: { type: 'integer' } },
-  'RateLimit-Remaining': { description: 'Requests left in the window', schema: { type: 'integer' } },
-  'RateLimit-Reset': { description: 'Seconds until a request is allowed again', schema: { type: 'integer' } },
+  'RateLimit-Limit': { description: 'Requests allowed in the window', schema: { type: 'integer', format: 'int32', minimum: 1, maximum: 1_000_000 } },
+  'RateLimit-Remaining': { description: 'Requests left in the window', schema: { type: 'integer', format: 'int32', minimum: 0, maximum: 1_000_000 } },
+  'RateLimit-Reset': { description: 'Seconds until a request is allowed again', schema: { type: 'integer', format: 'int32', minimum: 0, maximum: 86_400 } },
 };
+const RETRY_AFTER_HEADER = {
+  'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer', format: 'int32', minimum: 1, maximum: 86_400 } },
+};
+/** Methods whose body Fastify parses even when the route declares none: a malformed JSON body is a 400. */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 function problemResponse(status: string, extraHeaders?: Record<string, unknown>) {
   return {
@@ -46,10 +51,12 @@ function problemResponse(status: string, extraHeaders?: Record<string, unknown>)
 function decorateOperation(
   input: Record<string, unknown>,
   cfg: { public?: boolean; internal?: boolean; rateLimit?: unknown },
+  method: string,
 ): Record<string, unknown> {
   const schema = { ...input };
   if (cfg.internal) schema.security = [{ internalToken: [] }];
-  else if (cfg.public) schema.security = [];
+  // A public route may still name the credential it checks itself (a cookie, a webhook secret).
+  else if (cfg.public && schema.security === undefined) schema.security = [];
   if (!schema.description && schema.summary) schema.description = schema.summary;
   const response = { ...((schema.response as Record<string, Record<string, unknown>> | undefined) ?? {}) };
   const limited = Boolean(cfg.rateLimit);
@@ -68,13 +75,74 @@ function decorateOperation(
       next[status] = { description: (description as string | undefined) ?? 'OK', headers: RATE_LIMIT_HEADERS, content: { 'application/json': { schema: rest } } };
     } else next[status] = body;
   }
-  const hasInput = Boolean(schema.body || schema.querystring || schema.params);
+  const hasInput = Boolean(schema.body || schema.querystring || schema.params) || BODY_METHODS.has(method);
   if (hasInput && !next['400']) next['400'] = problemResponse('400');
   if (!cfg.public && !next['401']) next['401'] = problemResponse('401');
-  if (limited && !next['429']) next['429'] = problemResponse('429', { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } }, ...RATE_LIMIT_HEADERS });
+  if (limited && !next['429']) next['429'] = problemResponse('429');
+  // Every 429 (declared by the route or added above) says when to come back.
+  if (next['429']) next['429'] = { ...next['429'], headers: { ...RETRY_AFTER_HEADER, ...RATE_LIMIT_HEADERS } };
   if (!next['500']) next['500'] = problemResponse('500');
   schema.response = next;
   return schema;
+}
+
+type Json = Record<string, unknown>;
+const INT32 = 2 ** 31;
+
+/** Every integer schema says int32 or int64 (int64 where its bounds, if any, exceed 32 bits). */
+function addIntegerFormats(node: unknown): void {
+  if (Array.isArray(node)) return node.forEach(addIntegerFormats);
+  if (!node || typeof node !== 'object') return;
+  const s = node as Json;
+  const isInteger = s.type === 'integer' || (Array.isArray(s.type) && s.type.includes('integer'));
+  if (isInteger && s.format === undefined) {
+    const min = (s.minimum ?? s.exclusiveMinimum) as number | undefined;
+    const max = (s.maximum ?? s.exclusiveMaximum) as number | undefined;
+    s.format = min !== undefined && max !== undefined && min >= -INT32 && max < INT32 ? 'int32' : 'int64';
+  }
+  for (const v of Object.values(s)) addIntegerFormats(v);
+}
+
+/** Names of components.schemas referenced from anywhere outside their own definition, transitively. */
+function referencedSchemas(doc: Json): Set<string> {
+  const schemas = ((doc.components as Json | undefined)?.schemas ?? {}) as Json;
+  const used = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (!node || typeof node !== 'object') return;
+    for (const [k, v] of Object.entries(node)) {
+      if (k === '$ref' && typeof v === 'string' && v.startsWith('#/components/schemas/')) {
+        const name = v.slice('#/components/schemas/'.length);
+        if (!used.has(name)) {
+          used.add(name);
+          visit(schemas[name]);
+        }
+      } else visit(v);
+    }
+  };
+  visit({ ...doc, components: { ...(doc.components as Json), schemas: {} } });
+  return used;
+}
+
+/**
+ * Document-wide finishing: the contract's paths have no trailing slash (the
+ * router serves both; a prefix's '/' route is documented as the prefix), the
+ * "…Input" copies of registered schemas that no request uses are dropped, and
+ * integers carry a format.
+ */
+function finishDocument(input: Json): Json {
+  const doc = structuredClone(input);
+  const paths = (doc.paths ?? {}) as Json;
+  doc.paths = Object.fromEntries(
+    Object.entries(paths).map(([p, item]) => [p.length > 1 && p.endsWith('/') && !(p.slice(0, -1) in paths) ? p.slice(0, -1) : p, item]),
+  );
+  const components = doc.components as Json | undefined;
+  if (components?.schemas) {
+    const used = referencedSchemas(doc);
+    components.schemas = Object.fromEntries(Object.entries(components.schemas as Json).filter(([name]) => used.has(name)));
+  }
+  addIntegerFormats(doc);
+  return doc;
 }
 
 /** OpenAPI 3.1 at /docs/json generated from the Zod route schemas; Swagger UI at /docs. */
@@ -88,11 +156,31 @@ export const docsPlugin = fp(
       openapi: {
         openapi: '3.1.0',
         info: { title: 'Prediction-market trading platform API', version: '1.0.0', description: DESCRIPTION },
-        servers: [{ url: '/', description: 'This service', 'x-internal': false } as never],
+        // Every environment (local, staging, production) serves its own copy of this document, so the one server is "here".
+        servers: [{ url: '/', description: 'This deployment: local, staging or production, whichever serves this document', 'x-internal': false } as never],
         components: {
           securitySchemes: {
-            bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+            bearerAuth: {
+              type: 'http',
+              scheme: 'bearer',
+              bearerFormat: 'JWT',
+              description:
+                'The access token from sign-in or refresh: a JWS following the JWT best current practices of RFC8725 ' +
+                '(HS256 only, the algorithm pinned on verification so `none` and algorithm swaps are refused; `exp` 15 minutes).',
+            },
             internalToken: { type: 'http', scheme: 'bearer', description: 'INTERNAL_API_TOKEN' },
+            refreshCookie: {
+              type: 'apiKey',
+              in: 'cookie',
+              name: 'refresh_token',
+              description: 'The HttpOnly refresh-token cookie set at sign-in (clients without cookies send it in the body instead)',
+            },
+            webhookSecret: {
+              type: 'apiKey',
+              in: 'header',
+              name: 'X-Telegram-Bot-Api-Secret-Token',
+              description: 'MESSENGER_WEBHOOK_SECRET, as registered with Telegram for the webhook',
+            },
           },
         },
         security: [{ bearerAuth: [] }],
@@ -110,14 +198,12 @@ export const docsPlugin = fp(
       },
       transform: (args) => {
         const out = jsonSchemaTransform(args);
-        const route = args.route as { config?: { public?: boolean; internal?: boolean; rateLimit?: unknown } };
+        const route = args.route as { method: string | string[]; config?: { public?: boolean; internal?: boolean; rateLimit?: unknown } };
         const cfg = route.config ?? {};
-        // A prefix's root route is served with and without the trailing slash; the
-        // contract names it without (e.g. /api/v1/events), so the document does too.
-        const url = out.url.length > 1 ? out.url.replace(/\/$/, '') : out.url;
-        return { ...out, url, schema: decorateOperation(out.schema as Record<string, unknown>, cfg) } as never;
+        const method = String(Array.isArray(route.method) ? route.method[0] : route.method).toUpperCase();
+        return { ...out, schema: decorateOperation(out.schema as Record<string, unknown>, cfg, method) } as never;
       },
-      transformObject: jsonSchemaTransformObject,
+      transformObject: (args) => finishDocument(jsonSchemaTransformObject(args) as Json) as never,
     });
     await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
   },

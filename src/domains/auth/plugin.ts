@@ -144,6 +144,8 @@ export const authRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         operationId: 'refreshSession',
         tags: ['auth'],
+        // The cookie, or the same token in the body for clients without cookies.
+        security: [{ refreshCookie: [] }, {}],
         summary: 'Rotate the refresh token and get a new access token',
         description:
           'Takes the body `{ refreshToken }` when given, else the `refresh_token` cookie. The presented token is marked ' +
@@ -192,6 +194,8 @@ export const authRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         operationId: 'activateBetaKey',
         tags: ['auth'],
+        // Anonymous, or with a bearer token to record the redeeming user.
+        security: [{}, { bearerAuth: [] }],
         summary: 'Redeem a beta access key',
         description:
           'Uses one redemption of the key and sets the `beta_access=1` cookie. Public; with a bearer token the redeeming ' +

@@ -30,6 +30,7 @@ export const messengerRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         operationId: 'messengerWebhook',
         tags: ['messenger'],
+        security: [{ webhookSecret: [] }],
         summary: 'Telegram Bot API webhook',
         description: [
           'Public, but the `X-Telegram-Bot-Api-Secret-Token` header must equal `MESSENGER_WEBHOOK_SECRET` (constant-time compare):',

@@ -37,7 +37,7 @@ export const NotificationListSchema = z.object({
 export const NotificationIdParamsSchema = z.object({ id: z.string().max(100) });
 
 export const NotifyBodySchema = z.strictObject({
-  userId: z.uuid(),
+  userId: z.uuid().max(36),
   type: NotificationTypeSchema,
   title: z.string().trim().min(1).max(200),
   message: z.string().trim().min(1).max(2000),
