@@ -578,28 +578,7 @@ export interface components {
             side: string;
             walletAddress: string;
         };
-        BiggestWinInput: {
-            displayName: string;
-            entryPrice: number;
-            exitPrice: number;
-            marketTitle: string;
-            pnl: number;
-            resolvedAt: string;
-            side: string;
-            walletAddress: string;
-        };
         EventChart: {
-            outcomes: {
-                dataPoints: {
-                    price: number;
-                    /** Format: date-time */
-                    timestamp: string;
-                }[];
-                marketId: string;
-                title: string;
-            }[];
-        };
-        EventChartInput: {
             outcomes: {
                 dataPoints: {
                     price: number;
@@ -628,30 +607,9 @@ export interface components {
             title: string;
             totalVolume: number;
         };
-        EventDetailInput: {
-            category: string;
-            description: string;
-            id: string;
-            markets: {
-                id: string;
-                title: string;
-                /** @description USD */
-                volume: number;
-                /** @description Probability in [0, 1] */
-                yesPrice: number;
-            }[];
-            slug: string;
-            /** @enum {string} */
-            status: "active" | "closed" | "resolved";
-            title: string;
-            totalVolume: number;
-        };
         EventList: {
             events: components["schemas"]["EventSummary"][];
-            total: number;
-        };
-        EventListInput: {
-            events: components["schemas"]["EventSummaryInput"][];
+            /** Format: int64 */
             total: number;
         };
         EventSummary: {
@@ -663,24 +621,7 @@ export interface components {
              * @description The venue’s event image; a neutral placeholder (a `data:image/svg+xml` URL) when the venue has none (Kalshi events never do).
              */
             imageUrl: string;
-            marketCount: number;
-            /** @description URL-friendly identifier (not the id) */
-            slug: string;
-            /** @enum {string} */
-            status: "active" | "closed" | "resolved";
-            title: string;
-            /** @description USD, sum of the markets’ volumes */
-            totalVolume: number;
-        };
-        EventSummaryInput: {
-            /** @description Upper case, e.g. POLITICS, SPORTS, CRYPTO, ECONOMICS */
-            category: string;
-            id: string;
-            /**
-             * Format: uri
-             * @description The venue’s event image; a neutral placeholder (a `data:image/svg+xml` URL) when the venue has none (Kalshi events never do).
-             */
-            imageUrl: string;
+            /** Format: int64 */
             marketCount: number;
             /** @description URL-friendly identifier (not the id) */
             slug: string;
@@ -693,14 +634,7 @@ export interface components {
         JobOutcome: {
             error?: string;
             finishedAt: string;
-            items: number;
-            name: string;
-            ok: boolean;
-            startedAt: string;
-        };
-        JobOutcomeInput: {
-            error?: string;
-            finishedAt: string;
+            /** Format: int64 */
             items: number;
             name: string;
             ok: boolean;
@@ -713,46 +647,23 @@ export interface components {
             bestTrade: number;
             displayName: string;
             isKol: boolean;
+            /** Format: int64 */
             losses: number;
             pnl: number;
+            /** Format: int64 */
             rank: number;
             roi: number;
             sharpeRatio: number;
             sparkline: number[];
+            /** Format: int64 */
             tradeCount: number;
             volume: number;
             walletAddress: string;
             winRate: number;
-            wins: number;
-        };
-        LeaderboardEntryInput: {
-            avatarUrl: string;
-            avgEntry: number;
-            avgTrade: number;
-            bestTrade: number;
-            displayName: string;
-            isKol: boolean;
-            losses: number;
-            pnl: number;
-            rank: number;
-            roi: number;
-            sharpeRatio: number;
-            sparkline: number[];
-            tradeCount: number;
-            volume: number;
-            walletAddress: string;
-            winRate: number;
+            /** Format: int64 */
             wins: number;
         };
         MessengerLinkCode: {
-            /** @description One-time code, 43 characters of [A-Za-z0-9_-] (256 random bits, base64url) */
-            code: string;
-            /** @description `https://t.me/<bot>?start=<code>`: opening it sends `/start <code>` to the bot */
-            deepLink: string;
-            /** @description ISO 8601; 10 minutes after issue */
-            expiresAt: string;
-        };
-        MessengerLinkCodeInput: {
             /** @description One-time code, 43 characters of [A-Za-z0-9_-] (256 random bits, base64url) */
             code: string;
             /** @description `https://t.me/<bot>?start=<code>`: opening it sends `/start <code>` to the bot */
@@ -766,26 +677,7 @@ export interface components {
             linked: boolean;
             walletType: ("connected" | "created_via_bot") | null;
         };
-        MessengerLinkStatusInput: {
-            connectedAt: string | null;
-            lastCommandAt: string | null;
-            linked: boolean;
-            walletType: ("connected" | "created_via_bot") | null;
-        };
         Notification: {
-            /** @description ISO 8601 */
-            createdAt: string;
-            data: {
-                [key: string]: unknown;
-            };
-            id: string;
-            message: string;
-            read: boolean;
-            title: string;
-            /** @enum {string} */
-            type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed";
-        };
-        NotificationInput: {
             /** @description ISO 8601 */
             createdAt: string;
             data: {
@@ -820,28 +712,6 @@ export interface components {
             /** @description The side's price that fired it */
             triggeredPrice: number | null;
         };
-        PriceAlertInput: {
-            active: boolean;
-            /**
-             * @description `above`: fires when the price is ≥ target; `below`: ≤ target
-             * @enum {string}
-             */
-            condition: "above" | "below";
-            createdAt: string;
-            id: string;
-            marketId: string;
-            marketTitle: string;
-            /**
-             * @description The `no` price is 1 − yesPrice
-             * @enum {string}
-             */
-            side: "yes" | "no";
-            targetPrice: number;
-            /** @description ISO 8601; when it last fired */
-            triggeredAt: string | null;
-            /** @description The side's price that fired it */
-            triggeredPrice: number | null;
-        };
         /** @description RFC 9457 problem details (application/problem+json) */
         Problem: {
             code: string;
@@ -850,35 +720,12 @@ export interface components {
                 message: string;
                 path: string;
             }[];
-            status: number;
-            title: string;
-            type: string;
-        };
-        /** @description RFC 9457 problem details (application/problem+json) */
-        ProblemInput: {
-            code: string;
-            detail?: string;
-            errors?: {
-                message: string;
-                path: string;
-            }[];
+            /** Format: int64 */
             status: number;
             title: string;
             type: string;
         };
         PushPreferences: {
-            /** @description Master switch for push */
-            enabled: boolean;
-            /** @description Per notification type; all default true */
-            types: {
-                copy_trade_executed: boolean;
-                mission_completed: boolean;
-                order_filled: boolean;
-                position_resolved: boolean;
-                price_alert_triggered: boolean;
-            };
-        };
-        PushPreferencesInput: {
             /** @description Master switch for push */
             enabled: boolean;
             /** @description Per notification type; all default true */
@@ -913,33 +760,7 @@ export interface components {
                 value: number;
             }[];
             totalPnl: number;
-            totalTrades: number;
-            walletAddress: string;
-            winRate: number;
-        };
-        TraderProfileInput: {
-            displayName: string;
-            recentTrades: {
-                marketId: string;
-                marketTitle: string;
-                outcome: string;
-                price: number;
-                side: string;
-                size: number;
-                timestamp: string;
-            }[];
-            roi: number;
-            topPositions: {
-                avgPrice: number;
-                currentPrice: number;
-                marketId: string;
-                marketTitle: string;
-                outcome: string;
-                pnl: number;
-                size: number;
-                value: number;
-            }[];
-            totalPnl: number;
+            /** Format: int64 */
             totalTrades: number;
             walletAddress: string;
             winRate: number;
@@ -1289,6 +1110,8 @@ export interface operations {
                     "RateLimit-Remaining"?: unknown;
                     /** @description Seconds until a request is allowed again */
                     "RateLimit-Reset"?: unknown;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1414,6 +1237,8 @@ export interface operations {
                     "RateLimit-Remaining"?: unknown;
                     /** @description Seconds until a request is allowed again */
                     "RateLimit-Reset"?: unknown;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1455,6 +1280,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Missing or invalid credentials */
             401: {
@@ -1568,6 +1402,8 @@ export interface operations {
                     "RateLimit-Remaining"?: unknown;
                     /** @description Seconds until a request is allowed again */
                     "RateLimit-Reset"?: unknown;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1703,6 +1539,8 @@ export interface operations {
                     "RateLimit-Remaining"?: unknown;
                     /** @description Seconds until a request is allowed again */
                     "RateLimit-Reset"?: unknown;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1790,6 +1628,8 @@ export interface operations {
                     "RateLimit-Remaining"?: unknown;
                     /** @description Seconds until a request is allowed again */
                     "RateLimit-Reset"?: unknown;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2354,6 +2194,15 @@ export interface operations {
                     "application/json": components["schemas"]["MessengerLinkCode"];
                 };
             };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing or invalid credentials */
             401: {
                 headers: {
@@ -2378,6 +2227,8 @@ export interface operations {
                     "RateLimit-Remaining"?: unknown;
                     /** @description Seconds until a request is allowed again */
                     "RateLimit-Reset"?: unknown;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2419,6 +2270,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Missing or invalid credentials */
             401: {
@@ -2548,7 +2408,10 @@ export interface operations {
                         /** @description null on the last page */
                         nextCursor: string | null;
                         notifications: components["schemas"]["Notification"][];
-                        /** @description All unread notifications of the user, whatever the filters */
+                        /**
+                         * Format: int64
+                         * @description All unread notifications of the user, whatever the filters
+                         */
                         unreadCount: number;
                     };
                 };
@@ -2712,8 +2575,18 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** Format: int64 */
                         updated: number;
                     };
+                };
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid credentials */
