@@ -6,9 +6,12 @@ describe('graceful shutdown', () => {
   it('finishes in-flight requests and accepts no new connections meanwhile', async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
+    let entered!: () => void;
+    const inHandler = new Promise<void>((r) => (entered = r));
     const t = await buildTestApp({}, {
       extend: (app) => {
         app.get('/api/v1/test/slow', { config: { public: true } }, async () => {
+          entered();
           await gate;
           return { done: true };
         });
@@ -17,7 +20,7 @@ describe('graceful shutdown', () => {
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = t.app.server.address() as { port: number };
     const inflight = fetch(`http://127.0.0.1:${port}/api/v1/test/slow`);
-    await new Promise((r) => setTimeout(r, 100));
+    await inHandler; // the request is in flight, inside its handler
     const closing = t.close();
     await new Promise((r) => setTimeout(r, 50));
     await expect(fetch(`http://127.0.0.1:${port}/health/live`)).rejects.toThrow();
