@@ -4,19 +4,29 @@ import type { FastifyInstance } from 'fastify';
 import { createApiClient, unwrap, ApiError, type TokenStorage } from '../../src/client/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { solanaWallet, evmWallet } from '../auth/helpers.js';
+import { startFakeServer, type FakeServer } from '../fakes/server.js';
 
 const SECRET = 'test-secret-test-secret-test-secret-0123456789';
 const INTERNAL = 'internal-token-internal-token';
 let t: TestApp;
 let base: string;
 let ipCounter = 10;
+let idp: FakeServer;
 
 beforeAll(async () => {
-  t = await buildTestApp({ TRUST_PROXY: 'true', INTERNAL_API_TOKEN: INTERNAL });
+  // An identity provider's userinfo endpoint: a known access token maps to a subject.
+  idp = await startFakeServer();
+  idp.on('GET', '/userinfo', (req) =>
+    req.headers.authorization === 'Bearer idp-good-token' ? { body: { sub: 'idp-user-42', email: 'a@example.com' } } : { status: 401, body: { error: 'invalid_token' } },
+  );
+  t = await buildTestApp({ TRUST_PROXY: 'true', INTERNAL_API_TOKEN: INTERNAL, IDP_USERINFO_URL: `${idp.url}/userinfo` });
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(t.app.server.address() as { port: number }).port}`;
 });
-afterAll(async () => t?.close());
+afterAll(async () => {
+  await t?.close();
+  await idp?.close();
+});
 
 /** fetch as one client machine (its own IP for the per-IP limits), counting refresh calls. */
 function clientFetch() {
@@ -144,6 +154,21 @@ describe('client: cookie mode (browser)', () => {
     await c.session.logout();
     expect(c.session.signedIn).toBe(false);
     expect(jar.has('refresh_token')).toBe(false);
+  });
+});
+
+describe('client: identity-provider sign-in', () => {
+  it('signs in with the provider token (same account every time) and rejects a bad one as ApiError', async () => {
+    const c = createApiClient({ baseUrl: base, mode: 'token', storage: memoryStorage(), fetch: clientFetch().fetch });
+    const first = await c.session.signInWithIdp('idp-good-token');
+    expect(first.chain).toBe('evm');
+    expect(first.walletAddress).toMatch(/^0x[0-9a-fA-F]{40}$/);
+    const again = await createApiClient({ baseUrl: base, mode: 'token', storage: memoryStorage(), fetch: clientFetch().fetch }).session.signInWithIdp('idp-good-token');
+    expect(again.id).toBe(first.id);
+    const err = await c.session.signInWithIdp('idp-bad-token').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).status).toBe(401);
+    expect((err as ApiError).code).toBe('INVALID_IDP_TOKEN');
   });
 });
 
