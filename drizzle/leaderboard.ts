@@ -20,6 +20,23 @@ import {
  * A few previous snapshots are kept for a while so cursors issued on them
  * finish their walk on the board they started on.
  */
+/**
+ * The enrichment figures: kept per trader in trader_stats and copied into each
+ * leaderboard entry so every sort key is an indexed column of the board.
+ */
+const enrichmentColumns = () => ({
+    roi: doublePrecision('roi').notNull().default(0),
+    winRate: doublePrecision('win_rate').notNull().default(0),
+    wins: integer('wins').notNull().default(0),
+    losses: integer('losses').notNull().default(0),
+    bestTrade: doublePrecision('best_trade').notNull().default(0),
+    sharpeRatio: doublePrecision('sharpe_ratio').notNull().default(0),
+    tradeCount: integer('trade_count').notNull().default(0),
+    avgEntry: doublePrecision('avg_entry').notNull().default(0),
+    avgTrade: doublePrecision('avg_trade').notNull().default(0),
+    sparkline: jsonb('sparkline').$type<number[]>().notNull().default([]),
+});
+
 export const leaderboardSnapshots = pgTable(
   'leaderboard_snapshots',
   {
@@ -73,16 +90,7 @@ export const leaderboardEntries = pgTable(
     pnl: doublePrecision('pnl').notNull().default(0),
     volume: doublePrecision('volume').notNull().default(0),
     venueRank: integer('venue_rank'),
-    roi: doublePrecision('roi').notNull().default(0),
-    winRate: doublePrecision('win_rate').notNull().default(0),
-    wins: integer('wins').notNull().default(0),
-    losses: integer('losses').notNull().default(0),
-    bestTrade: doublePrecision('best_trade').notNull().default(0),
-    sharpeRatio: doublePrecision('sharpe_ratio').notNull().default(0),
-    tradeCount: integer('trade_count').notNull().default(0),
-    avgEntry: doublePrecision('avg_entry').notNull().default(0),
-    avgTrade: doublePrecision('avg_trade').notNull().default(0),
-    sparkline: jsonb('sparkline').$type<number[]>().notNull().default([]),
+    ...enrichmentColumns(),
   },
   (t) => [
     primaryKey({ columns: [t.snapshotId, t.walletAddress] }),
@@ -120,16 +128,7 @@ export const traderStats = pgTable(
   {
     walletAddress: text('wallet_address').primaryKey(),
     totalPnl: doublePrecision('total_pnl').notNull().default(0),
-    roi: doublePrecision('roi').notNull().default(0),
-    winRate: doublePrecision('win_rate').notNull().default(0),
-    wins: integer('wins').notNull().default(0),
-    losses: integer('losses').notNull().default(0),
-    bestTrade: doublePrecision('best_trade').notNull().default(0),
-    sharpeRatio: doublePrecision('sharpe_ratio').notNull().default(0),
-    tradeCount: integer('trade_count').notNull().default(0),
-    avgEntry: doublePrecision('avg_entry').notNull().default(0),
-    avgTrade: doublePrecision('avg_trade').notNull().default(0),
-    sparkline: jsonb('sparkline').$type<number[]>().notNull().default([]),
+    ...enrichmentColumns(),
     topPositions: jsonb('top_positions').$type<StoredPosition[]>().notNull().default([]),
     recentTrades: jsonb('recent_trades').$type<StoredTrade[]>().notNull().default([]),
     enrichedAt: timestamp('enriched_at', { withTimezone: true }).notNull().defaultNow(),

@@ -1,18 +1,13 @@
 import { enrichLeaderboard } from '../domains/leaderboard/enrich.js';
 import type { JobDefinition } from './types.js';
+import { leaderboardDeps } from './leaderboard-deps.js';
 
 /** decisions.md §9: figures of ranked traders from their positions and trades, every 30 minutes. */
 export const leaderboardEnrichJob: JobDefinition = {
   name: 'leaderboard-enrich',
   schedule: '*/30 * * * *',
   async run(deps) {
-    const { items } = await enrichLeaderboard({
-      dbh: deps.dbh,
-      log: deps.log,
-      publish: deps.publish,
-      clock: deps.clock,
-      api: { baseUrl: deps.config.POLYMARKET_DATA_API_URL },
-    });
+    const { items } = await enrichLeaderboard(leaderboardDeps(deps));
     return { items };
   },
 };
