@@ -59,6 +59,17 @@ describe('requestJson', () => {
   });
 });
 
+describe('UpstreamError', () => {
+  it('keeps only the origin of the failed URL, never a credential in its path or query', async () => {
+    const err = (await requestJson<unknown>(`${fake.url}/bot123456:SECRET-token/sendMessage?key=hidden`, { attempts: 1 }).catch((e: unknown) => e)) as UpstreamError;
+    expect(err).toBeInstanceOf(UpstreamError);
+    expect(err.origin).toBe(fake.url);
+    const logged = JSON.stringify({ ...err, message: err.message });
+    expect(logged).not.toContain('SECRET');
+    expect(logged).not.toContain('hidden');
+  });
+});
+
 describe('cursors', () => {
   it('round-trip and refuse altered or foreign cursors', () => {
     const c = encodeCursor('k'.repeat(32), 'list', { v: 12.5, a: '0xabc' });

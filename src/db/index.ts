@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sql, type SQL } from 'drizzle-orm';
+import type { SQL } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import * as schema from '../../drizzle/index.js';
 import { acquireDirLock } from './dir-lock.js';
@@ -171,4 +171,3 @@ export function lockKey(name: string): bigint {
   return h & 0x7fffffffffffffffn;
 }
 
-export { sql };

@@ -7,16 +7,28 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * errors that never carry the response body into logs or API answers.
  */
 export class UpstreamError extends Error {
+  /**
+   * Only the origin of the URL that failed: paths and queries can carry
+   * credentials (Telegram's /bot<token>/…), and errors end up in logs.
+   */
+  public readonly origin: string;
   constructor(
     message: string,
     /** HTTP status, or undefined for network errors and timeouts. */
     public readonly status: number | undefined,
-    public readonly url: string,
+    url: string,
     /** The upstream's parsed JSON body on HTTP errors, for adapters that read error codes. */
     public readonly body?: unknown,
   ) {
     super(message);
     this.name = 'UpstreamError';
+    let origin = 'upstream';
+    try {
+      origin = new URL(url).origin;
+    } catch {
+      /* not a URL */
+    }
+    this.origin = origin;
   }
 }
 
