@@ -23,6 +23,21 @@ export const notifications = pgTable(
 );
 
 /**
+ * Unread notifications per user, kept by statement-level triggers on
+ * `notifications` (migration 0005): insert, update and delete each adjust
+ * the counts once per statement from their transition tables, so "mark all
+ * read" stays one statement and the list's `unreadCount` is one primary-key
+ * read instead of counting up to thousands of index entries per request.
+ * A user without a row has no unread notifications.
+ */
+export const notificationCounters = pgTable('notification_counters', {
+  userId: uuid('user_id')
+    .primaryKey()
+    .references(() => users.id, { onDelete: 'cascade' }),
+  unread: integer('unread').notNull().default(0),
+});
+
+/**
  * Outbox of deliveries (push, messenger) for stored notifications: storing a
  * notification never waits on delivery, and a failed delivery is retried with
  * backoff a bounded number of times without touching the notification.

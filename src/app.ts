@@ -92,7 +92,8 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     return503OnClosing: false,
     // Router-level failures (malformed URL encoding, over-long path parameters)
     // never reach setErrorHandler: answer them as problem+json too.
-    frameworkErrors: (err, _request, reply) => {
+    frameworkErrors: (err, request, reply) => {
+      reply.header('x-request-id', request.id);
       const tooLong = err.code === 'FST_ERR_MAX_PARAM_LENGTH';
       void sendProblem(reply, problem(tooLong ? 414 : 400, 'VALIDATION_ERROR', tooLong ? 'A path parameter is too long' : 'The URL is not valid'));
     },
@@ -106,8 +107,11 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   app.setSerializerCompiler(serializerCompiler);
 
   await app.register(errorsPlugin);
-  app.addHook('onSend', async (request, reply) => {
+  // Hooks that run on every request are callback-style, not async: each
+  // async hook costs a promise and a microtask turn per request.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
 
   await app.register(securityHeadersPlugin, { production: config.isProduction });
@@ -136,18 +140,21 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async () => {
-    if (closing) throw unavailable('The server is shutting down, retry on another instance', 1);
+  app.addHook('onRequest', (_request, _reply, done) => {
+    done(closing ? unavailable('The server is shutting down, retry on another instance', 1) : undefined);
   });
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     // Responses finished while draining close their keep-alive connection,
     // so the server can stop as soon as the last in-flight request is done.
     if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
 
   await app.register(rateLimitPlugin);
-  await app.register(authPlugin);
+  // Before auth: the docs plugin marks /docs routes public as they are added,
+  // and the auth plugin attaches its guard to each non-public route.
   await app.register(docsPlugin);
+  await app.register(authPlugin);
 
   // Domains, each under its /api/v1 prefix
   await app.register(healthRoutes);

@@ -1,6 +1,5 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import fp from 'fastify-plugin';
-import fastifyCookie from '@fastify/cookie';
 import fastifyJwt from '@fastify/jwt';
 import type { FastifyRequest } from 'fastify';
 import { AppError, unauthorized } from '../errors.js';
@@ -67,7 +66,6 @@ function safeEqual(a: string, b: string): boolean {
 export const authPlugin = fp(
   async (app) => {
     const { config } = app;
-    await app.register(fastifyCookie);
     await app.register(fastifyJwt, {
       secret: config.JWT_SECRET,
       sign: { algorithm: 'HS256', expiresIn: ACCESS_TOKEN_TTL_SECONDS },
@@ -114,21 +112,34 @@ export const authPlugin = fp(
       app.jwt.sign({ sub: user.id, walletAddress: user.walletAddress, chain: user.chain }),
     );
 
-    app.addHook('onRequest', async (request) => {
-      if (request.is404) return;
-      const cfg = request.routeOptions.config;
-      if (cfg.internal) {
-        const expected = config.INTERNAL_API_TOKEN;
-        const token = bearerToken(request);
-        if (!expected) throw new AppError(404, 'NOT_FOUND', 'Not found');
-        if (!token || !safeEqual(token, expected)) throw unauthorized('A valid internal API token is required');
-        return;
-      }
-      if (cfg.public) return;
+    // The guard is attached to each route that needs it (not a global hook),
+    // so public routes pay nothing for it.
+    const guard = (request: FastifyRequest, _reply: unknown, done: (err?: Error) => void) => {
       const token = bearerToken(request);
-      if (!token) throw unauthorized('A bearer access token is required');
-      const user = app.verifyAccessToken(token);
+      if (!token) return done(unauthorized('A bearer access token is required'));
+      let user: AuthUser;
+      try {
+        user = app.verifyAccessToken(token);
+      } catch (err) {
+        return done(err as Error);
+      }
       request.user = { id: user.id, walletAddress: user.walletAddress, chain: user.chain };
+      done();
+    };
+    const internalGuard = (request: FastifyRequest, _reply: unknown, done: (err?: Error) => void) => {
+      const expected = config.INTERNAL_API_TOKEN;
+      const token = bearerToken(request);
+      if (!expected) return done(new AppError(404, 'NOT_FOUND', 'Not found'));
+      if (!token || !safeEqual(token, expected)) return done(unauthorized('A valid internal API token is required'));
+      done();
+    };
+    app.addHook('onRoute', (route) => {
+      const cfg = (route.config ?? {}) as { public?: boolean; internal?: boolean };
+      const hook = cfg.internal ? internalGuard : cfg.public ? undefined : guard;
+      if (!hook) return;
+      const existing = route.onRequest ? (Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]) : [];
+      // First among the route's own hooks: authentication before rate limiting, as before.
+      route.onRequest = [hook as never, ...existing];
     });
   },
   { name: 'auth', fastify: '5.x', dependencies: ['infra'] },

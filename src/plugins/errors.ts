@@ -65,7 +65,8 @@ export function isDataException(err: unknown): boolean {
 function hasNul(value: unknown, depth = 0): boolean {
   if (typeof value === 'string') return value.includes('\u0000');
   if (!value || typeof value !== 'object' || depth > 64) return false;
-  for (const [k, v] of Object.entries(value)) if (k.includes('\u0000') || hasNul(v, depth + 1)) return true;
+  const obj = value as Record<string, unknown>;
+  for (const k in obj) if (k.includes('\u0000') || hasNul(obj[k], depth + 1)) return true;
   return false;
 }
 
@@ -143,12 +144,11 @@ export const errorsPlugin = fp(
     });
 
     // PostgreSQL text cannot hold NUL characters: refuse them before any handler runs.
-    app.addHook('preValidation', async (request, reply) => {
-      for (const [part, value] of [['params', request.params], ['querystring', request.query], ['body', request.body]] as const) {
-        if (hasNul(value)) {
-          return sendProblem(reply, problem(400, 'VALIDATION_ERROR', 'The request contains a NUL character', [{ path: part, message: 'must not contain NUL (\\u0000) characters' }]));
-        }
-      }
+    app.addHook('preValidation', (request, reply, done) => {
+      const part = hasNul(request.params) ? 'params' : hasNul(request.query) ? 'querystring' : hasNul(request.body) ? 'body' : undefined;
+      if (part === undefined) return done();
+      // A reply sent from a hook ends the request; done() is not called then.
+      void sendProblem(reply, problem(400, 'VALIDATION_ERROR', 'The request contains a NUL character', [{ path: part, message: 'must not contain NUL (\\u0000) characters' }]));
     });
 
     app.setNotFoundHandler((request, reply) =>

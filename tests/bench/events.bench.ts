@@ -1,5 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
-import { load, loadTable, ratio, startApp, startBaseline, writeSection } from './harness.js';
+import { compare, comparisonTable, startApp, startBaseline, writeSection } from './harness.js';
 import { startFakeVenues } from '../fakes/venues/index.js';
 import { generateGammaEvents } from '../fakes/venues/gamma.js';
 import { kalshiEvent, kalshiMarket } from '../fakes/venues/kalshi.js';
@@ -69,29 +68,14 @@ export default async function run() {
     const baseDetail = await startBaseline(detailBody);
     const baseHealth = await startBaseline(JSON.stringify({ status: 'ok' }));
     try {
-      const bl = await load(`bare Fastify, same body (${listBody.length} B)`, `${baseList.url}/x`);
-      const ol = await load('GET /api/v1/events (limit 50)', listUrl);
-      const bd = await load(`bare Fastify, same body (${detailBody.length} B)`, `${baseDetail.url}/x`);
-      const od = await load('GET /api/v1/events/:slug', detailUrl);
-      // The foundation's fixed per-request cost (helmet, auth and closing hooks, request ids) in the same run, for scale.
-      const bh = await load('bare Fastify, health body', `${baseHealth.url}/x`);
-      const oh = await load('GET /health/live (full stack)', `${app.url}/health/live`);
-      lines.push('### GET /events', '', loadTable([bl, ol], bl), '', '### GET /events/:slug', '', loadTable([bd, od], bd), '');
-      lines.push('### Floor: full stack on a tiny body', '', loadTable([bh, oh], bh), '');
-      // Server CPU per request through app.inject (no sockets, no load generator): steadier than req/s on a shared box.
-      const bare = Fastify({ logger: false });
-      bare.get('/*', async (req, reply) => reply.type('application/json; charset=utf-8').send(req.url.includes('/events/') ? detailBody : listBody));
-      await bare.ready();
-      const rows = [
-        ['GET /api/v1/events', await cpuPerRequest(bare, '/api/v1/events'), await cpuPerRequest(app.app, '/api/v1/events')],
-        ['GET /api/v1/events/:slug', await cpuPerRequest(bare, `/api/v1/events/${slug}`), await cpuPerRequest(app.app, `/api/v1/events/${slug}`)],
-        ['GET /health/live', await cpuPerRequest(bare, '/health/live'), await cpuPerRequest(app.app, '/health/live')],
-      ] as const;
-      await bare.close();
-      lines.push('### Server CPU per request (app.inject, 5,000 requests)', '', '| route | bare Fastify, same body µs | ours µs | bare/ours |', '|---|---|---|---|');
-      for (const [name, b, o] of rows) lines.push(`| ${name} | ${b.toFixed(1)} | ${o.toFixed(1)} | ${ratio(b, o)} |`);
-      lines.push('');
-      lines.push(`Ratios: list ${ratio(ol.reqPerSec, bl.reqPerSec)}, detail ${ratio(od.reqPerSec, bd.reqPerSec)} (target ≥ 0.70, p99 < 25 ms).`);
+      // Each pair in alternating rounds (harness.compare): the ratio is the median of the rounds.
+      const cl = await compare({ name: `bare Fastify, same body (${listBody.length} B)`, url: `${baseList.url}/x` }, { name: 'GET /api/v1/events (limit 50)', url: listUrl });
+      const cd = await compare({ name: `bare Fastify, same body (${detailBody.length} B)`, url: `${baseDetail.url}/x` }, { name: 'GET /api/v1/events/:slug', url: detailUrl });
+      // The foundation's fixed per-request cost (security headers, request id, closing guard, NUL check) in the same run, for scale.
+      const ch = await compare({ name: 'bare Fastify, health body', url: `${baseHealth.url}/x` }, { name: 'GET /health/live (full stack)', url: `${app.url}/health/live` });
+      lines.push('### GET /events', '', comparisonTable(cl.base, [cl]), '', '### GET /events/:slug', '', comparisonTable(cd.base, [cd]), '');
+      lines.push('### Floor: full stack on a tiny body', '', comparisonTable(ch.base, [ch]), '');
+      lines.push(`Ratios (median of ${cl.rounds} alternating rounds of 5 s, 20 connections): list **${cl.ratio.toFixed(2)}**, detail **${cd.ratio.toFixed(2)}** (target ≥ 0.70); worst p99 ${cl.target.p99} / ${cd.target.p99} ms (target < 25 ms).`);
       process.stdout.write(`${lines.join('\n')}\n`);
     } finally {
       await baseList.close();
@@ -103,12 +87,4 @@ export default async function run() {
     await app.close();
     await venues.close();
   }
-}
-
-async function cpuPerRequest(app: FastifyInstance, url: string, n = 5000): Promise<number> {
-  for (let i = 0; i < 500; i++) await app.inject({ method: 'GET', url });
-  const c0 = process.cpuUsage();
-  for (let i = 0; i < n; i++) await app.inject({ method: 'GET', url });
-  const c = process.cpuUsage(c0);
-  return (c.user + c.system) / n;
 }

@@ -65,6 +65,57 @@ export async function load(name: string, url: string, opts: LoadOptions = {}): P
   };
 }
 
+export interface Comparison {
+  /** The baseline's median run. */
+  base: LoadResult;
+  /** The target's median run (p99: the worst of the rounds). */
+  target: LoadResult;
+  /** Median of the per-round ratios target / base. */
+  ratio: number;
+  rounds: number;
+}
+
+/**
+ * Baseline and target measured in alternating order for `rounds` rounds
+ * (base→target, then target→base, …), so a slow phase of this shared 2-core
+ * machine hits both sides alike; the ratio is the median of the per-round
+ * ratios. One 5-s run each was observed to swing ±25 % here on its own.
+ */
+export async function compare(
+  base: { name: string; url: string; opts?: LoadOptions },
+  target: { name: string; url: string; opts?: LoadOptions },
+  rounds = 3,
+): Promise<Comparison> {
+  const bs: LoadResult[] = [];
+  const ts: LoadResult[] = [];
+  for (let i = 0; i < rounds; i++) {
+    if (i % 2 === 0) {
+      bs.push(await load(base.name, base.url, base.opts));
+      ts.push(await load(target.name, target.url, target.opts));
+    } else {
+      ts.push(await load(target.name, target.url, target.opts));
+      bs.push(await load(base.name, base.url, base.opts));
+    }
+  }
+  const median = <T>(xs: T[], key: (x: T) => number): T => [...xs].sort((a, b) => key(a) - key(b))[Math.floor(xs.length / 2)];
+  const ratios = ts.map((t, i) => ({ r: bs[i].reqPerSec === 0 ? 0 : t.reqPerSec / bs[i].reqPerSec }));
+  const target99 = Math.max(...ts.map((t) => t.p99));
+  return {
+    base: median(bs, (x) => x.reqPerSec),
+    target: { ...median(ts, (x) => x.reqPerSec), p99: target99 },
+    ratio: median(ratios, (x) => x.r).r,
+    rounds,
+  };
+}
+
+/** Table rows for comparisons: one baseline row, then each target with its median ratio. */
+export function comparisonTable(base: LoadResult, rows: Comparison[]): string {
+  const lines = ['| target | req/s (median) | p50 ms | p99 ms (worst round) | non-2xx | ratio to baseline (median of rounds) |', '|---|---|---|---|---|---|'];
+  lines.push(`| ${base.name} | ${base.reqPerSec} | ${base.p50} | ${base.p99} | ${base.non2xx} | 1.00 |`);
+  for (const c of rows) lines.push(`| ${c.target.name} | ${c.target.reqPerSec} | ${c.target.p50} | ${c.target.p99} | ${c.target.non2xx} | ${c.ratio.toFixed(2)} |`);
+  return lines.join('\n');
+}
+
 /** A Fastify server that answers `body` (already serialised) from memory: the serialisation ceiling. */
 export async function startBaseline(body: string, contentType = 'application/json; charset=utf-8'): Promise<{ url: string; close(): Promise<void> }> {
   const app = Fastify({ logger: false });
@@ -92,7 +143,7 @@ export async function startApp(env: Record<string, string> = {}, overrides: Buil
     await admin.unsafe(`create database "${name}"`);
     const u = new URL(PG_URL);
     u.pathname = `/${name}`;
-    db = await createDb(u.toString(), { max: 20 });
+    db = await createDb(u.toString(), { max: Number(process.env.BENCH_PG_POOL ?? 20) });
     dropDb = async () => {
       await admin.unsafe(`drop database if exists "${name}" with (force)`);
       await admin.end();

@@ -1,4 +1,4 @@
-import { load, loadTable, startApp, startBaseline, writeSection } from './harness.js';
+import { compare, comparisonTable, startApp, startBaseline, writeSection } from './harness.js';
 
 /** The framework floor: our full plugin stack on GET /health/live next to a bare route with the same body. */
 export default async function run() {
@@ -6,9 +6,8 @@ export default async function run() {
   const body = JSON.stringify({ status: 'ok' });
   const base = await startBaseline(body);
   try {
-    const baseline = await load('bare Fastify, same body', `${base.url}/health/live`);
-    const ours = await load('GET /health/live (full stack)', `${app.url}/health/live`);
-    await writeSection('Foundation: request overhead', loadTable([baseline, ours], baseline));
+    const c = await compare({ name: 'bare Fastify, same body', url: `${base.url}/health/live` }, { name: 'GET /health/live (full stack)', url: `${app.url}/health/live` });
+    await writeSection('Foundation: request overhead', `${comparisonTable(c.base, [c])}\n\nMedian of ${c.rounds} alternating rounds of 5 s, 20 connections.`);
   } finally {
     await base.close();
     await app.close();

@@ -5,7 +5,7 @@ import { createLeaderboardCache, listLeaderboard } from '../../src/domains/leade
 import { LeaderboardQuerySchema } from '../../src/domains/leaderboard/schemas.js';
 import type { SnapshotRow } from '../../src/venues/polymarket/data-map.js';
 import { startFakeDataApi } from '../fakes/venues/polymarket-data.js';
-import { load, loadTable, ratio, startApp, startBaseline, writeSection, type LoadResult } from './harness.js';
+import { compare, comparisonTable, ratio, startApp, startBaseline, writeSection } from './harness.js';
 
 /**
  * Leaderboard (issue 5): 100,000 traders in one snapshot.
@@ -126,30 +126,17 @@ export default async function run() {
     const body = await (await fetch(firstUrl)).text();
     const base = await startBaseline(body);
     try {
-      // Three interleaved rounds; the median of each target is reported (the machine is shared and noisy).
-      const targets: Array<[string, string]> = [
-        [`bare Fastify, same ${(body.length / 1024).toFixed(1)} KB body`, `${base.url}/x`],
-        ['GET /leaderboard first page', firstUrl],
-        ['GET /leaderboard page 1,000', deepUrl],
-        ['GET /health/live (our stack, 15-byte body: the fixed per-request cost)', `${bench.url}/health/live`],
-      ];
-      const results = new Map<string, LoadResult[]>();
-      for (let round = 0; round < 3; round++)
-        for (const [name, url] of targets) {
-          const res = await load(name, url, { durationSec: 3 });
-          results.set(name, [...(results.get(name) ?? []), res]);
-        }
-      const med = (name: string): LoadResult => {
-        const rs = results.get(name)!.sort((x, y) => x.reqPerSec - y.reqPerSec);
-        return rs[1];
-      };
-      const [baseline, ours, oursDeep, floor] = targets.map(([name]) => med(name));
+      // Each target against the baseline in alternating rounds (harness.compare); ratio = median of the rounds.
+      const baseTarget = { name: `bare Fastify, same ${(body.length / 1024).toFixed(1)} KB body`, url: `${base.url}/x` };
+      const ours = await compare(baseTarget, { name: 'GET /leaderboard first page', url: firstUrl });
+      const oursDeep = await compare(baseTarget, { name: 'GET /leaderboard page 1,000', url: deepUrl });
+      const floor = await compare(baseTarget, { name: 'GET /health/live (our stack, 15-byte body: the fixed per-request cost)', url: `${bench.url}/health/live` });
       lines.push(
-        '### Throughput (median of 3 interleaved 3-s runs, 20 connections)',
+        `### Throughput (median of ${ours.rounds} alternating rounds of 5 s, 20 connections)`,
         '',
-        loadTable([baseline, ours, oursDeep, floor], baseline),
+        comparisonTable(ours.base, [ours, oursDeep, floor]),
         '',
-        `Pages are served from the in-process page cache (keyed by snapshot, version, query and cursor), so the gap to the baseline is the stack's fixed per-request cost (helmet, request-id, auth and rate-limit hooks, query validation): leaderboard / health-live = ${ratio(ours.reqPerSec, floor.reqPerSec)}.`,
+        `Pages are served from the in-process page cache (keyed by snapshot, version, query and cursor), so the gap to the baseline is the stack's fixed per-request cost (security headers, request id, query validation). First page **${ours.ratio.toFixed(2)}**, page 1,000 **${oursDeep.ratio.toFixed(2)}** (target ≥ 0.70); worst p99 ${Math.max(ours.target.p99, oursDeep.target.p99)} ms (target < 20 ms).`,
         '',
       );
     } finally {

@@ -51,6 +51,21 @@ describe('notify()', () => {
     expect(res.json().notifications.map((x: any) => x.id)).toEqual([n.id]);
   });
 
+  it('lists exactly what was stored: quotes, control characters, non-ASCII text and nested data survive the list', async () => {
+    const u = await createUser(t.app);
+    const title = 'He said "sell" \\ then\nleft\t— 🚀 ünïcødé';
+    const data = { marketId: 'm"1', nested: { list: [1, 2.5, null, true, 'x'], empty: {} }, big: 12345678901234 };
+    const n = await notify(deps, { userId: u.id, type: 'position_resolved', title, message: '<b>&amp;</b>', data });
+    const res = await list(u.auth, '?limit=1');
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.json()).toEqual({
+      notifications: [{ id: n.id, type: 'position_resolved', title, message: '<b>&amp;</b>', read: false, data, createdAt: n.createdAt.toISOString() }],
+      unreadCount: 1,
+      nextCursor: null,
+    });
+  });
+
   it('writes one outbox row per delivery channel, settled without the caller waiting', async () => {
     const u = await createUser(t.app);
     const n = await notify(deps, { userId: u.id, type: 'mission_completed', title: 'Mission', message: 'Done' });
@@ -163,6 +178,53 @@ describe('GET /api/v1/notifications', () => {
     await notify(deps, { userId: a.id, type: 'order_filled', title: 'a', message: 'a' });
     const res = (await list(b.auth)).json();
     expect(res).toEqual({ notifications: [], unreadCount: 0, nextCursor: null });
+  });
+});
+
+describe('unreadCount (kept by triggers in notification_counters)', () => {
+  const actual = async (userId: string) =>
+    Number((await t.app.dbh.rows<{ n: number }>(sql`select count(*)::int as n from notifications where user_id = ${userId}::uuid and not read`))[0].n);
+  const shown = async (u: { auth: Record<string, string> }) => (await list(u.auth, '?limit=1')).json().unreadCount as number;
+  const expectConsistent = async (...users: Array<{ id: string; auth: Record<string, string> }>) => {
+    for (const u of users) expect(await shown(u)).toBe(await actual(u.id));
+  };
+
+  it('follows multi-user inserts, PATCH, mark-all-read, DELETE and concurrent writers', async () => {
+    const a = await createUser(t.app);
+    const b = await createUser(t.app);
+    // One statement for two users, some rows already read.
+    await t.app.dbh.rows(sql`
+      insert into notifications (user_id, type, title, message, read)
+      select u, 'order_filled', 't' || g, 'm', g % 4 = 0
+      from unnest(array[${a.id}::uuid, ${b.id}::uuid]) u, generate_series(1, 12) g`);
+    expect(await actual(a.id)).toBe(9);
+    await expectConsistent(a, b);
+
+    const [first] = await t.app.db.select().from(notifications).where(and(eq(notifications.userId, a.id), eq(notifications.read, false))).limit(1);
+    await t.app.inject({ method: 'PATCH', url: `/api/v1/notifications/${first.id}`, headers: a.auth });
+    await t.app.inject({ method: 'PATCH', url: `/api/v1/notifications/${first.id}`, headers: a.auth }); // already read: no change
+    await expectConsistent(a, b);
+    expect(await shown(a)).toBe(8);
+
+    const [unread] = await t.app.db.select().from(notifications).where(and(eq(notifications.userId, b.id), eq(notifications.read, false))).limit(1);
+    const [read] = await t.app.db.select().from(notifications).where(and(eq(notifications.userId, b.id), eq(notifications.read, true))).limit(1);
+    await t.app.inject({ method: 'DELETE', url: `/api/v1/notifications/${unread.id}`, headers: b.auth });
+    await t.app.inject({ method: 'DELETE', url: `/api/v1/notifications/${read.id}`, headers: b.auth });
+    await expectConsistent(a, b);
+    expect(await shown(b)).toBe(8);
+
+    // Writers racing mark-all-read: whatever interleaving, the count matches the rows.
+    await Promise.all([
+      ...Array.from({ length: 10 }, (_, k) => notify(deps, { userId: a.id, type: 'mission_completed', title: `race ${k}`, message: 'm' })),
+      t.app.inject({ method: 'PATCH', url: '/api/v1/notifications/mark-all-read', headers: a.auth }),
+      t.app.inject({ method: 'PATCH', url: '/api/v1/notifications/mark-all-read', headers: a.auth }),
+    ]);
+    await expectConsistent(a, b);
+
+    const all = await t.app.inject({ method: 'PATCH', url: '/api/v1/notifications/mark-all-read', headers: b.auth });
+    expect(all.statusCode).toBe(200);
+    expect(await shown(b)).toBe(0);
+    await expectConsistent(a, b);
   });
 });
 

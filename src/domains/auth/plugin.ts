@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyRequest } from 'fastify';
+import fastifyCookie from '@fastify/cookie';
 import { z } from 'zod';
 import { problemResponses, unauthorized } from '../../errors.js';
 import { clearSessionCookies, REFRESH_COOKIE, setBetaCookie, setSessionCookies } from './cookies.js';
@@ -41,6 +42,9 @@ function presentedRefreshToken(request: FastifyRequest): string | undefined {
  * Every route but logout is public; limits of seed §8 on each.
  */
 export const authRoutes: FastifyPluginAsyncZod = async (app) => {
+  // Only these routes read or set cookies: the parser and its onSend hook are
+  // registered here (encapsulated), not on every route of the service.
+  await app.register(fastifyCookie);
   const nonces = createNonceStore({
     redis: app.redisClient,
     redisReady: () => app.redisReady(),

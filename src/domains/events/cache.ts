@@ -8,13 +8,15 @@
  */
 export interface ResponseCache {
   get(key: string, produce: () => Promise<string>): Promise<string>;
+  /** The fresh, already-produced value of key, synchronously (the hot path: no promise, no microtask). */
+  peek(key: string): string | undefined;
   clear(): void;
   readonly size: number;
 }
 
 export function createResponseCache(opts: { ttlMs: number; maxEntries: number; now?: () => number }): ResponseCache {
   const now = opts.now ?? Date.now;
-  const entries = new Map<string, { at: number; value: Promise<string> }>();
+  const entries = new Map<string, { at: number; value: Promise<string>; done?: string }>();
   let generation = 0;
   return {
     get(key, produce) {
@@ -22,7 +24,7 @@ export function createResponseCache(opts: { ttlMs: number; maxEntries: number; n
       if (hit && now() - hit.at < opts.ttlMs) return hit.value;
       const gen = generation;
       const value = produce();
-      const entry = { at: now(), value };
+      const entry: { at: number; value: Promise<string>; done?: string } = { at: now(), value };
       entries.delete(key);
       if (entries.size >= opts.maxEntries) {
         // Maps iterate in insertion order: the first key is the oldest.
@@ -31,7 +33,8 @@ export function createResponseCache(opts: { ttlMs: number; maxEntries: number; n
       }
       entries.set(key, entry);
       value.then(
-        () => {
+        (v) => {
+          entry.done = v;
           // A write landed while this read was in flight: do not serve its result again.
           if (gen !== generation && entries.get(key) === entry) entries.delete(key);
         },
@@ -40,6 +43,10 @@ export function createResponseCache(opts: { ttlMs: number; maxEntries: number; n
         },
       );
       return value;
+    },
+    peek(key) {
+      const hit = entries.get(key);
+      return hit && hit.done !== undefined && now() - hit.at < opts.ttlMs ? hit.done : undefined;
     },
     clear() {
       generation++;

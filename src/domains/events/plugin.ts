@@ -1,3 +1,4 @@
+import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { problemResponses } from '../../errors.js';
 import { normalizeCategory } from '../../venues/groups.js';
@@ -27,6 +28,19 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = { db: app.db, dbh: app.dbh, clock: app.clock };
   const cacheNote = `Served from a per-instance cache refreshed when the sync jobs write (at most ${EVENTS_CACHE_TTL_MS / 1000} s stale).`;
 
+  /** Sends the cached serialisation of key (synchronously on a hit), producing it once on a miss. */
+  const serve = (reply: FastifyReply, key: string, produce: () => Promise<string>): void | Promise<void> => {
+    // Pre-serialised: Fastify sends JSON strings as they are.
+    const hit = cache.peek(key);
+    if (hit !== undefined) {
+      reply.type(JSON_TYPE).send(hit);
+      return;
+    }
+    return cache.get(key, produce).then((body) => {
+      reply.type(JSON_TYPE).send(body);
+    });
+  };
+
   app.addHook('onReady', async () => {
     // app.jobs is registered after the domains; hook into it once everything is loaded.
     const hooks = app.jobs?.hooks;
@@ -52,11 +66,10 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: EventListSchema, ...problemResponses(400) },
       },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const q = request.query;
       const key = `l|${q.category !== undefined ? normalizeCategory(q.category) : ''}|${q.status ?? ''}|${q.limit}|${q.offset}`;
-      const body = await cache.get(key, async () => JSON.stringify(EventListSchema.parse(await listEvents(deps, q))));
-      return reply.type(JSON_TYPE).send(body as never); // pre-serialised: Fastify sends JSON strings as they are
+      return serve(reply, key, async () => JSON.stringify(EventListSchema.parse(await listEvents(deps, q))));
     },
   );
 
@@ -73,10 +86,9 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: EventDetailSchema, ...problemResponses(400, 404) },
       },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const { slug } = request.params;
-      const body = await cache.get(`d|${slug}`, async () => JSON.stringify(EventDetailSchema.parse(await getEvent(deps, slug))));
-      return reply.type(JSON_TYPE).send(body as never); // pre-serialised: Fastify sends JSON strings as they are
+      return serve(reply, `d|${slug}`, async () => JSON.stringify(EventDetailSchema.parse(await getEvent(deps, slug))));
     },
   );
 
@@ -97,13 +109,10 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: ChartSchema, ...problemResponses(400, 404) },
       },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const { slug } = request.params;
       const q = request.query;
-      const body = await cache.get(`c|${slug}|${q.range}|${q.markets}`, async () =>
-        JSON.stringify(ChartSchema.parse(await getChart(deps, slug, q))),
-      );
-      return reply.type(JSON_TYPE).send(body as never); // pre-serialised: Fastify sends JSON strings as they are
+      return serve(reply, `c|${slug}|${q.range}|${q.markets}`, async () => JSON.stringify(ChartSchema.parse(await getChart(deps, slug, q))));
     },
   );
 };

@@ -16,11 +16,13 @@ import {
   invalidateLeaderboardCache,
   listBiggestWins,
   listLeaderboard,
+  peekLeaderboard,
   type ProfileDeps,
 } from './service.js';
 import { LEADERBOARD_CHANNEL } from './channel.js';
 
 const PROFILE_TTL_MS = 5 * 60_000;
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** Public leaderboard routes (seed §4.3, decisions.md §4), under /api/v1/leaderboard. */
 export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
@@ -43,6 +45,8 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
     api: { baseUrl: app.config.POLYMARKET_DATA_API_URL, http: { timeoutMs: 5_000, attempts: 2 } },
     profileTtlMs: PROFILE_TTL_MS,
   });
+
+  const readDeps = deps();
 
   app.get(
     '/',
@@ -67,10 +71,16 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: LeaderboardPageSchema, ...problemResponses(400, 503) },
       },
     },
-    async (request, reply) => {
-      const body = await listLeaderboard(deps(), request.query);
-      // Already serialised (and maybe cached): sent as is.
-      return reply.type('application/json; charset=utf-8').send(body as never);
+    (request, reply) => {
+      // Already serialised (and maybe cached): sent as is. A cached page is sent synchronously.
+      const hit = peekLeaderboard(readDeps, request.query);
+      if (hit !== undefined) {
+        reply.type(JSON_TYPE).send(hit as never);
+        return;
+      }
+      return listLeaderboard(readDeps, request.query).then((body) => {
+        reply.type(JSON_TYPE).send(body as never);
+      });
     },
   );
 

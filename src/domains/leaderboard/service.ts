@@ -117,12 +117,33 @@ function toEntry(row: EntryRow, rank: number): LeaderboardEntry {
   };
 }
 
+function queryKey(input: LeaderboardQuery): string {
+  return `${input.tab}|${input.sort}|${input.sortDirection}|${input.period}|${input.category}|${input.search ?? ''}`;
+}
+
+function pageKey(pointer: Pointer, q: string, input: LeaderboardQuery): string {
+  return `${pointer.snapshotId}:${pointer.version}:${q}:${input.limit}:${input.cursor ?? ''}`;
+}
+
+/**
+ * The cached serialised page of this query, synchronously, when the current
+ * pointers are fresh and the page was served before (the hot path of the
+ * most visited public page: no promise, no database); otherwise undefined
+ * and the caller goes through listLeaderboard.
+ */
+export function peekLeaderboard(deps: ReadDeps, input: LeaderboardQuery): string | undefined {
+  const p = deps.cache.pointers;
+  if (!p || Date.now() - p.at > deps.cache.pointerTtlMs || deps.cache.pages.size === 0) return undefined;
+  const pointer = p.map.get(`${input.category}|${input.period}`);
+  return pointer ? deps.cache.pages.get(pageKey(pointer, queryKey(input), input)) : undefined;
+}
+
 /**
  * GET /leaderboard. Returns the serialised page (a JSON string), so cached
  * pages skip both the database and serialisation.
  */
 export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery): Promise<string> {
-  const q = [input.tab, input.sort, input.sortDirection, input.period, input.category, input.search ?? ''].join('|');
+  const q = queryKey(input);
   const pointer = await currentPointer(deps, input.category, input.period);
   if (!pointer) {
     if (input.cursor) decodeQueryCursor(deps.secret, input.cursor, q);
@@ -130,7 +151,7 @@ export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery): 
   }
   // Only pages of the current snapshot reached with a verified cursor are cached, so an exact
   // hit on the raw cursor string needs no second HMAC check.
-  const currentKey = deps.cache.maxPages > 0 ? `${pointer.snapshotId}:${pointer.version}:${q}:${input.limit}:${input.cursor ?? ''}` : undefined;
+  const currentKey = deps.cache.maxPages > 0 ? pageKey(pointer, q, input) : undefined;
   if (currentKey) {
     const hit = deps.cache.pages.get(currentKey);
     if (hit !== undefined) return hit;

@@ -45,7 +45,11 @@ export const notificationRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: NotificationListSchema, ...problemResponses(400, 401) },
       },
     },
-    async (request) => listNotifications(app, { userId: request.user.id, ...request.query }),
+    async (request, reply) => {
+      const body = await listNotifications(app, { userId: request.user.id, ...request.query });
+      // Serialised by PostgreSQL and listNotifications: sent as is.
+      return reply.type('application/json; charset=utf-8').send(body as never);
+    },
   );
 
   // Static segment: Fastify's router prefers it over /:id.
