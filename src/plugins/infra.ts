@@ -76,6 +76,10 @@ export const infraPlugin = fp<InfraOptions>(
         connectTimeout: 3_000,
         retryStrategy: (times) => Math.min(times * 200, 2_000),
         lazyConnect: true,
+        // Commands issued in the same event-loop turn (concurrent requests'
+        // rate-limit hits, nonce reads) share one socket write: on this VM a
+        // write to a peer that sleeps costs ~0.3 ms of CPU.
+        enableAutoPipelining: true,
       });
       let warned = false;
       redis.on('error', (err) => {

@@ -38,12 +38,15 @@ export interface LoadOptions {
   headers?: Record<string, string>;
   body?: string;
   pipelining?: number;
+  /** Offered load in requests/s over all connections (autocannon -R); flat out when unset. */
+  rate?: number;
 }
 
 /** Runs autocannon in a child process against url (a warm-up first), bounded in time. */
 export async function load(name: string, url: string, opts: LoadOptions = {}): Promise<LoadResult> {
   const args = [join(ROOT, 'node_modules/autocannon/autocannon.js'), '-j', '-c', String(opts.connections ?? 20), '-p', String(opts.pipelining ?? 1)];
   if (opts.method) args.push('-m', opts.method);
+  if (opts.rate) args.push('-R', String(opts.rate));
   for (const [k, v] of Object.entries(opts.headers ?? {})) args.push('-H', `${k}=${v}`);
   if (opts.body) args.push('-b', opts.body);
   const run = (duration: number) =>

@@ -1,7 +1,14 @@
+import { createHash } from 'node:crypto';
 import * as ed from '@noble/ed25519';
 import { base58 } from '@scure/base';
 import { getAddress, verifyMessage } from 'viem';
 import type { Chain } from './schemas.js';
+
+// Synchronous verification with node:crypto's SHA-512: ~10-25 % faster here
+// than verifyAsync's WebCrypto digest (a promise and a thread-pool hop per
+// hash). A worker-thread pool was tried too and lost: on this 2-vCPU VM the
+// cross-thread wake-ups cost more than the verify they moved off the loop.
+ed.hashes.sha512 = (message: Uint8Array) => new Uint8Array(createHash('sha512').update(message).digest());
 
 const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const BASE58 = /^[1-9A-HJ-NP-Za-km-z]+$/;
@@ -41,7 +48,7 @@ export async function verifySolanaSignature(address: string, signature: string, 
   const sig = decodeBase58(signature);
   if (!pub || !sig || pub.length !== 32 || sig.length !== 64) return false;
   try {
-    return await ed.verifyAsync(sig, new TextEncoder().encode(message), pub, { zip215: false });
+    return ed.verify(sig, new TextEncoder().encode(message), pub, { zip215: false });
   } catch {
     return false;
   }
