@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { createResponseCache } from '../../src/domains/events/cache.js';
+
+describe('events response cache', () => {
+  it('peek answers only a produced, fresh entry; misses share one production; clear and TTL drop entries', async () => {
+    let now = 1_000;
+    const cache = createResponseCache({ ttlMs: 5_000, maxEntries: 2, now: () => now });
+    let produced = 0;
+    let release!: (v: string) => void;
+    const pending = new Promise<string>((r) => (release = r));
+    const produce = () => {
+      produced++;
+      return pending;
+    };
+    const a = cache.get('k', produce);
+    const b = cache.get('k', produce);
+    expect(cache.peek('k')).toBeUndefined(); // still being produced
+    release('body');
+    expect(await a).toBe('body');
+    expect(await b).toBe('body');
+    expect(produced).toBe(1);
+    expect(cache.peek('k')).toBe('body');
+
+    now += 5_000; // TTL reached
+    expect(cache.peek('k')).toBeUndefined();
+    await cache.get('k', async () => 'fresh');
+    expect(cache.peek('k')).toBe('fresh');
+    cache.clear();
+    expect(cache.peek('k')).toBeUndefined();
+
+    // A failed production is not kept; the oldest entry leaves when the cache is full.
+    await expect(cache.get('bad', async () => Promise.reject(new Error('db down')))).rejects.toThrow('db down');
+    expect(cache.peek('bad')).toBeUndefined();
+    await cache.get('x', async () => 'x');
+    await cache.get('y', async () => 'y');
+    await cache.get('z', async () => 'z');
+    expect([cache.peek('x'), cache.peek('y'), cache.peek('z')]).toEqual([undefined, 'y', 'z']);
+  });
+});
