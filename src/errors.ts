@@ -88,3 +88,16 @@ export function problemResponses(...statuses: number[]) {
   for (const s of statuses) out[s] = ProblemSchema;
   return out;
 }
+
+/**
+ * Whether err or any error in its `cause` chain (drivers and Drizzle wrap
+ * the database's error) satisfies test. Cycles are not followed twice.
+ */
+export function someCause(err: unknown, test: (e: { code?: unknown; message?: unknown }) => boolean): boolean {
+  const seen = new Set<unknown>();
+  for (let e: unknown = err; e && typeof e === 'object' && !seen.has(e); e = (e as { cause?: unknown }).cause) {
+    seen.add(e);
+    if (test(e as { code?: unknown; message?: unknown })) return true;
+  }
+  return false;
+}

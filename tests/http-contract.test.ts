@@ -163,6 +163,13 @@ describe('bearer JWT by default', () => {
     expectProblem(res, 401, 'UNAUTHORIZED');
   });
 
+  it('the automatic HEAD route of a bearer GET is guarded too; a public GET\'s HEAD is not', async () => {
+    for (const url of ['/api/v1/notifications', '/api/v1/alerts', '/api/v1/push/preferences']) {
+      expect((await t.app.inject({ method: 'HEAD', url })).statusCode).toBe(401);
+    }
+    expect((await t.app.inject({ method: 'HEAD', url: '/api/v1/events' })).statusCode).toBe(200);
+  });
+
   it('a malformed Authorization header → 401', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/api/v1/test/me', headers: { authorization: 'Basic abc' } });
     expectProblem(res, 401, 'UNAUTHORIZED');

@@ -1,6 +1,7 @@
 import fastJson from 'fast-json-stringify';
 import { z } from 'zod';
 import { serializerCompiler as zodSerializerCompiler } from 'fastify-type-provider-zod';
+import type { FastifyReply } from 'fastify';
 import type { FastifySerializerCompiler } from 'fastify/types/schema.js';
 
 type CompilerArgs = Parameters<typeof zodSerializerCompiler>[0];
@@ -27,3 +28,22 @@ export const serializerCompiler: FastifySerializerCompiler<z.ZodType> = (args) =
   }
   return zodSerializerCompiler(args as unknown as CompilerArgs) as (data: unknown) => string;
 };
+
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * Sends a body that is already serialised JSON, as is (Fastify does not
+ * re-serialise a string with a content type): synchronously when `ready` is
+ * at hand (a cache hit: no promise, no microtask), else once `produce`
+ * resolves. Route response schemas still describe the body in the OpenAPI
+ * document.
+ */
+export function sendSerialized(reply: FastifyReply, ready: string | undefined, produce: () => Promise<string>): void | Promise<void> {
+  if (ready !== undefined) {
+    reply.type(JSON_CONTENT_TYPE).send(ready);
+    return;
+  }
+  return produce().then((body) => {
+    reply.type(JSON_CONTENT_TYPE).send(body);
+  });
+}

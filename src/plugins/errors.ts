@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
-import { AppError, problem, type FieldError, type Problem } from '../errors.js';
+import { AppError, problem, someCause, type FieldError, type Problem } from '../errors.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 
@@ -11,38 +11,30 @@ export function sendProblem(reply: FastifyReply, body: Problem, headers: Record<
   return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).serializer((p: unknown) => JSON.stringify(p)).send(body);
 }
 
+const CONNECTION_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  'NOT_TAGGED_CALL',
+]);
+
 /** Connection-level failures of PostgreSQL or Redis: the request gets 503, not 500. */
 export function isUnavailableError(err: unknown): boolean {
-  const seen = new Set<unknown>();
-  let e: unknown = err;
-  while (e && typeof e === 'object' && !seen.has(e)) {
-    seen.add(e);
-    const code = (e as { code?: unknown }).code;
+  return someCause(err, ({ code, message }) => {
     if (typeof code === 'string') {
-      if (
-        [
-          'ECONNREFUSED',
-          'ECONNRESET',
-          'ETIMEDOUT',
-          'EPIPE',
-          'ENOTFOUND',
-          'EHOSTUNREACH',
-          'CONNECTION_CLOSED',
-          'CONNECTION_ENDED',
-          'CONNECTION_DESTROYED',
-          'CONNECT_TIMEOUT',
-          'NOT_TAGGED_CALL',
-        ].includes(code)
-      )
-        return true;
+      if (CONNECTION_ERROR_CODES.has(code)) return true;
       // SQLSTATE class 08 (connection exception), 57P01-57P03 (admin shutdown, crash, cannot connect now), 53300 (too many connections)
       if (/^08/.test(code) || /^57P0[1-3]$/.test(code) || code === '53300') return true;
     }
-    const msg = (e as { message?: unknown }).message;
-    if (typeof msg === 'string' && /Connection is closed|Stream isn't writeable|enableOfflineQueue/.test(msg)) return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
+    return typeof message === 'string' && /Connection is closed|Stream isn't writeable|enableOfflineQueue/.test(message);
+  });
 }
 
 /**
@@ -51,15 +43,7 @@ export function isUnavailableError(err: unknown): boolean {
  * through; it is the client's request that is wrong, so 400, never 500.
  */
 export function isDataException(err: unknown): boolean {
-  const seen = new Set<unknown>();
-  let e: unknown = err;
-  while (e && typeof e === 'object' && !seen.has(e)) {
-    seen.add(e);
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code)) return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
+  return someCause(err, ({ code }) => typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code));
 }
 
 function hasNul(value: unknown, depth = 0): boolean {

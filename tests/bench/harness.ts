@@ -101,12 +101,11 @@ export async function compare(
     }
   }
   const median = <T>(xs: T[], key: (x: T) => number): T => [...xs].sort((a, b) => key(a) - key(b))[Math.floor(xs.length / 2)];
-  const ratios = ts.map((t, i) => ({ r: bs[i].reqPerSec === 0 ? 0 : t.reqPerSec / bs[i].reqPerSec }));
-  const target99 = Math.max(...ts.map((t) => t.p99));
+  const ratios = ts.map((t, i) => (bs[i].reqPerSec === 0 ? 0 : t.reqPerSec / bs[i].reqPerSec));
   return {
     base: median(bs, (x) => x.reqPerSec),
-    target: { ...median(ts, (x) => x.reqPerSec), p99: target99 },
-    ratio: median(ratios, (x) => x.r).r,
+    target: { ...median(ts, (x) => x.reqPerSec), p99: Math.max(...ts.map((t) => t.p99)) },
+    ratio: median(ratios, (r) => r),
     rounds,
   };
 }
@@ -146,7 +145,7 @@ export async function startApp(env: Record<string, string> = {}, overrides: Buil
     await admin.unsafe(`create database "${name}"`);
     const u = new URL(PG_URL);
     u.pathname = `/${name}`;
-    db = await createDb(u.toString(), { max: Number(process.env.BENCH_PG_POOL ?? 20) });
+    db = await createDb(u.toString(), { max: 20 });
     dropDb = async () => {
       await admin.unsafe(`drop database if exists "${name}" with (force)`);
       await admin.end();

@@ -2,6 +2,7 @@ import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { problemResponses } from '../../errors.js';
 import { normalizeCategory } from '../../venues/groups.js';
+import { sendSerialized } from '../../lib/serializer.js';
 import { createResponseCache } from './cache.js';
 import {
   ChartQuerySchema,
@@ -15,7 +16,6 @@ import { getChart, getEvent, listEvents } from './service.js';
 
 /** Longest a response may be served after another instance's job changed the data. */
 export const EVENTS_CACHE_TTL_MS = 5_000;
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
  * GET /api/v1/events, /events/:slug and /events/:slug/chart (seed-api.md
@@ -29,17 +29,8 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
   const cacheNote = `Served from a per-instance cache refreshed when the sync jobs write (at most ${EVENTS_CACHE_TTL_MS / 1000} s stale).`;
 
   /** Sends the cached serialisation of key (synchronously on a hit), producing it once on a miss. */
-  const serve = (reply: FastifyReply, key: string, produce: () => Promise<string>): void | Promise<void> => {
-    // Pre-serialised: Fastify sends JSON strings as they are.
-    const hit = cache.peek(key);
-    if (hit !== undefined) {
-      reply.type(JSON_TYPE).send(hit);
-      return;
-    }
-    return cache.get(key, produce).then((body) => {
-      reply.type(JSON_TYPE).send(body);
-    });
-  };
+  const serve = (reply: FastifyReply, key: string, produce: () => Promise<string>) =>
+    sendSerialized(reply, cache.peek(key), () => cache.get(key, produce));
 
   app.addHook('onReady', async () => {
     // app.jobs is registered after the domains; hook into it once everything is loaded.

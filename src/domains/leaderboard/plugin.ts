@@ -20,9 +20,9 @@ import {
   type ProfileDeps,
 } from './service.js';
 import { LEADERBOARD_CHANNEL } from './channel.js';
+import { sendSerialized } from '../../lib/serializer.js';
 
 const PROFILE_TTL_MS = 5 * 60_000;
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** Public leaderboard routes (seed §4.3, decisions.md §4), under /api/v1/leaderboard. */
 export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
@@ -71,17 +71,8 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: LeaderboardPageSchema, ...problemResponses(400, 503) },
       },
     },
-    (request, reply) => {
-      // Already serialised (and maybe cached): sent as is. A cached page is sent synchronously.
-      const hit = peekLeaderboard(readDeps, request.query);
-      if (hit !== undefined) {
-        reply.type(JSON_TYPE).send(hit as never);
-        return;
-      }
-      return listLeaderboard(readDeps, request.query).then((body) => {
-        reply.type(JSON_TYPE).send(body as never);
-      });
-    },
+    // Already serialised (and maybe cached): sent as is; a cached page synchronously.
+    (request, reply) => sendSerialized(reply, peekLeaderboard(readDeps, request.query), () => listLeaderboard(readDeps, request.query)),
   );
 
   app.get(

@@ -58,15 +58,21 @@ export interface ProfileDeps extends ReadDeps {
   profileTtlMs: number;
 }
 
+/** The cached current pointers, unless older than pointerTtlMs. */
+function freshPointers(cache: LeaderboardCache, now: number): Map<string, Pointer> | undefined {
+  const p = cache.pointers;
+  return p && now - p.at <= cache.pointerTtlMs ? p.map : undefined;
+}
+
 async function currentPointer(deps: ReadDeps, category: string, period: string): Promise<Pointer | undefined> {
   const now = Date.now();
-  let p = deps.cache.pointers;
-  if (!p || now - p.at > deps.cache.pointerTtlMs) {
+  let map = freshPointers(deps.cache, now);
+  if (!map) {
     const rows = await selectPointers(deps.db);
-    p = { at: now, map: new Map(rows.map((r) => [`${r.category}|${r.period}`, r])) };
-    deps.cache.pointers = p;
+    map = new Map(rows.map((r) => [`${r.category}|${r.period}`, r]));
+    deps.cache.pointers = { at: now, map };
   }
-  return p.map.get(`${category}|${period}`);
+  return map.get(`${category}|${period}`);
 }
 
 interface CursorPayload {
@@ -132,9 +138,8 @@ function pageKey(pointer: Pointer, q: string, input: LeaderboardQuery): string {
  * and the caller goes through listLeaderboard.
  */
 export function peekLeaderboard(deps: ReadDeps, input: LeaderboardQuery): string | undefined {
-  const p = deps.cache.pointers;
-  if (!p || Date.now() - p.at > deps.cache.pointerTtlMs || deps.cache.pages.size === 0) return undefined;
-  const pointer = p.map.get(`${input.category}|${input.period}`);
+  const pointers = deps.cache.pages.size > 0 ? freshPointers(deps.cache, Date.now()) : undefined;
+  const pointer = pointers?.get(`${input.category}|${input.period}`);
   return pointer ? deps.cache.pages.get(pageKey(pointer, queryKey(input), input)) : undefined;
 }
 

@@ -18,6 +18,7 @@ import {
   type NotifyDeps,
 } from './service.js';
 import { z } from 'zod';
+import { sendSerialized } from '../../lib/serializer.js';
 
 /** How often the outbox is swept for due (retried) deliveries. */
 export const DELIVERY_SWEEP_MS = 15_000;
@@ -45,11 +46,8 @@ export const notificationRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: NotificationListSchema, ...problemResponses(400, 401) },
       },
     },
-    async (request, reply) => {
-      const body = await listNotifications(app, { userId: request.user.id, ...request.query });
-      // Serialised by PostgreSQL and listNotifications: sent as is.
-      return reply.type('application/json; charset=utf-8').send(body as never);
-    },
+    // Serialised by PostgreSQL and listNotifications: sent as is.
+    (request, reply) => sendSerialized(reply, undefined, () => listNotifications(app, { userId: request.user.id, ...request.query })),
   );
 
   // Static segment: Fastify's router prefers it over /:id.

@@ -1,7 +1,7 @@
-import { and, count, eq, sql } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { notificationDeliveries, notifications, users } from '../../../drizzle/index.js';
 import type { DbHandle, DbOrTx } from '../../db/index.js';
-import { AppError, notFound } from '../../errors.js';
+import { AppError, notFound, someCause } from '../../errors.js';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.js';
 import type { DeliveryDeps, NotificationType, StoredNotification } from '../../lib/notify-types.js';
 import type { PublishFn } from '../../plugins/infra.js';
@@ -97,12 +97,7 @@ export async function notify(deps: NotifyDeps, request: NotifyRequest): Promise<
   return stored;
 }
 
-function isForeignKeyViolation(err: unknown): boolean {
-  for (let e: unknown = err, i = 0; e && i < 5; i++, e = (e as { cause?: unknown }).cause) {
-    if ((e as { code?: unknown }).code === '23503') return true;
-  }
-  return false;
-}
+const isForeignKeyViolation = (err: unknown) => someCause(err, ({ code }) => code === '23503');
 
 /** POST /internal/notifications: notify() for the platform's other services; unknown user → 404. */
 export async function notifyFromService(deps: NotifyDeps, request: NotifyRequest): Promise<StoredNotification> {
