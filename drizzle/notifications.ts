@@ -61,5 +61,7 @@ export const notificationDeliveries = pgTable(
     index('notification_deliveries_due_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
     // The in-process kick claims by notification id, and deleting a notification cascades here.
     index('notification_deliveries_notification_idx').on(t.notificationId),
+    // The prune of settled rows walks this (delivery.ts pruneSettledDeliveries).
+    index('notification_deliveries_settled_idx').on(t.updatedAt).where(sql`${t.status} <> 'pending'`),
   ],
 );

@@ -5,7 +5,7 @@ import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeExpo, type FakeExpo } from '../fakes/expo.js';
 import { notify, type NotifyDeps } from '../../src/domains/notifications/service.js';
 import { userNotificationsChannel, deliveryChannels } from '../../src/domains/notifications/channels.js';
-import { drainDeliveries } from '../../src/domains/notifications/delivery.js';
+import { drainDeliveries, FAILED_RETENTION_MS, pruneSettledDeliveries, SETTLED_RETENTION_MS } from '../../src/domains/notifications/delivery.js';
 import { NOTIFICATION_TYPES } from '../../src/lib/notify-types.js';
 import { createUser, eventually, expectProblemShape, recordPublishes } from './fixtures.js';
 
@@ -75,6 +75,37 @@ describe('notify()', () => {
     const after = await t.app.db.select().from(notificationDeliveries).where(eq(notificationDeliveries.notificationId, n.id));
     // No device registered: push has nothing to deliver.
     expect(after.find((r) => r.channel === 'push')?.status).toBe('skipped');
+  });
+});
+
+describe('outbox pruning', () => {
+  it('deletes settled rows past their retention (failed ones later), never pending rows or the notification', async () => {
+    const u = await createUser(t.app);
+    const n = await notify(deps, { userId: u.id, type: 'mission_completed', title: 'Old', message: 'Old' });
+    await drainDeliveries(t.app.db);
+    await t.app.db.delete(notificationDeliveries).where(eq(notificationDeliveries.notificationId, n.id));
+    const now = new Date();
+    const ago = (ms: number) => new Date(now.getTime() - ms);
+    const rows = [
+      { tag: 'sent-old', status: 'sent', updatedAt: ago(SETTLED_RETENTION_MS + 60_000), kept: false },
+      { tag: 'skipped-old', status: 'skipped', updatedAt: ago(SETTLED_RETENTION_MS + 60_000), kept: false },
+      { tag: 'sent-recent', status: 'sent', updatedAt: ago(SETTLED_RETENTION_MS - 60_000), kept: true },
+      { tag: 'failed-past-settled', status: 'failed', updatedAt: ago(SETTLED_RETENTION_MS + 60_000), kept: true },
+      { tag: 'failed-old', status: 'failed', updatedAt: ago(FAILED_RETENTION_MS + 60_000), kept: false },
+      { tag: 'pending-ancient', status: 'pending', updatedAt: ago(FAILED_RETENTION_MS * 10), kept: true },
+    ];
+    await t.app.db.insert(notificationDeliveries).values(
+      rows.map((r) => ({ notificationId: n.id, channel: 'push', status: r.status, lastError: r.tag, updatedAt: r.updatedAt })),
+    );
+    expect(await pruneSettledDeliveries(t.app.db, now)).toBeGreaterThanOrEqual(3);
+    const left = await t.app.db.select().from(notificationDeliveries).where(eq(notificationDeliveries.notificationId, n.id));
+    expect(left.map((r) => r.lastError).sort()).toEqual(rows.filter((r) => r.kept).map((r) => r.tag).sort());
+    const [stored] = await t.app.db.select().from(notifications).where(eq(notifications.id, n.id));
+    expect(stored?.title).toBe('Old');
+    // Nothing more to prune: idempotent.
+    await pruneSettledDeliveries(t.app.db, now);
+    const again = await t.app.db.select().from(notificationDeliveries).where(eq(notificationDeliveries.notificationId, n.id));
+    expect(again).toHaveLength(left.length);
   });
 });
 

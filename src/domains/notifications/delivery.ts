@@ -138,6 +138,44 @@ export async function processDueDeliveries(
   return report;
 }
 
+/**
+ * How long settled outbox rows are kept: long enough to answer "was it
+ * delivered?" for a recent notification, short enough that the outbox does
+ * not grow with every notification ever sent. Failed rows stay longer, for
+ * diagnosis. Pending rows are never pruned.
+ */
+export const SETTLED_RETENTION_MS = 24 * 60 * 60_000;
+export const FAILED_RETENTION_MS = 7 * 24 * 60 * 60_000;
+const PRUNE_BATCH = 5_000;
+
+/**
+ * Deletes settled (sent, skipped, failed) outbox rows past their retention, in
+ * batches of PRUNE_BATCH so no statement holds many row locks for long.
+ * Returns how many rows went. Safe to run from several instances at once.
+ */
+export async function pruneSettledDeliveries(db: Db, now: Date, maxBatches = 20): Promise<number> {
+  const settledBefore = new Date(now.getTime() - SETTLED_RETENTION_MS).toISOString();
+  const failedBefore = new Date(now.getTime() - FAILED_RETENTION_MS).toISOString();
+  let total = 0;
+  for (let i = 0; i < maxBatches; i++) {
+    const res = await db.execute(sql`
+      with gone as (
+        select id from notification_deliveries
+        where status <> 'pending' and updated_at < ${settledBefore}::timestamptz
+          and (status <> 'failed' or updated_at < ${failedBefore}::timestamptz)
+        limit ${PRUNE_BATCH}
+        for update skip locked
+      ), d as (
+        delete from notification_deliveries n using gone where n.id = gone.id returning 1
+      )
+      select count(*)::int as n from d`);
+    const n = Number(rowsOf<{ n: number | string }>(res)[0]?.n ?? 0);
+    total += n;
+    if (n < PRUNE_BATCH) break;
+  }
+  return total;
+}
+
 /** Drains everything due, a batch at a time (the periodic run). */
 export async function processAllDueDeliveries(deps: DeliveryWorkerDeps, maxBatches = 20): Promise<DeliveryReport> {
   const total: DeliveryReport = { claimed: 0, sent: 0, skipped: 0, retrying: 0, failed: 0 };

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { problemResponses } from '../../errors.js';
-import { drainDeliveries, processAllDueDeliveries } from './delivery.js';
+import { drainDeliveries, processAllDueDeliveries, pruneSettledDeliveries } from './delivery.js';
 import {
   ListNotificationsQuerySchema,
   NotificationIdParamsSchema,
@@ -22,6 +22,8 @@ import { sendSerialized } from '../../lib/serializer.js';
 
 /** How often the outbox is swept for due (retried) deliveries. */
 export const DELIVERY_SWEEP_MS = 15_000;
+/** How often settled outbox rows past their retention are deleted (by the same sweep). */
+export const DELIVERY_PRUNE_MS = 60 * 60_000;
 
 const notifyDeps = (app: Parameters<FastifyPluginAsyncZod>[0]): NotifyDeps => ({
   db: app.db,
@@ -102,10 +104,20 @@ export const notificationRoutes: FastifyPluginAsyncZod = async (app) => {
   let timer: NodeJS.Timeout | undefined;
   let sweeping: Promise<unknown> | undefined;
   let closing = false;
+  let prunedAt = 0;
+  const sweep = async () => {
+    await processAllDueDeliveries(notifyDeps(app));
+    const now = app.clock();
+    if (now.getTime() - prunedAt >= DELIVERY_PRUNE_MS) {
+      prunedAt = now.getTime();
+      const pruned = await pruneSettledDeliveries(app.db, now);
+      if (pruned > 0) app.log.info({ pruned }, 'settled notification deliveries pruned');
+    }
+  };
   app.addHook('onReady', async () => {
     timer = setInterval(() => {
       if (closing || sweeping) return;
-      sweeping = processAllDueDeliveries(notifyDeps(app))
+      sweeping = sweep()
         .catch((err) => app.log.warn({ err }, 'notification delivery sweep failed'))
         .finally(() => (sweeping = undefined));
     }, DELIVERY_SWEEP_MS);

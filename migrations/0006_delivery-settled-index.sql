@@ -1,0 +1,1 @@
+CREATE INDEX "notification_deliveries_settled_idx" ON "notification_deliveries" USING btree ("updated_at") WHERE "notification_deliveries"."status" <> 'pending';
