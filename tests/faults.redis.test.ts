@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp, type TestApp } from './helpers/app.js';
 import { startOwnRedis, type OwnRedis } from './helpers/services.js';
+import { signIn, solanaWallet } from './auth/helpers.js';
 
 describe('Redis down and back', () => {
   let redis: OwnRedis;
@@ -39,6 +40,8 @@ describe('Redis down and back', () => {
     const codes = [];
     for (let i = 0; i < 4; i++) codes.push((await hit('192.0.2.2')).statusCode);
     expect(codes).toEqual([200, 200, 200, 429]); // still limited, per instance
+    // Sign-in (nonce and limit fused in one Redis script when Redis answers) still works, in process.
+    expect((await signIn(t.app, await solanaWallet())).statusCode).toBe(201);
     expect(warnings.some((w) => /fall back/.test(w))).toBe(true);
     const ready = await t.app.inject({ method: 'GET', url: '/health/ready' });
     expect(ready.statusCode).toBe(503);
@@ -52,6 +55,11 @@ describe('Redis down and back', () => {
     const again = new Redis(redis.url);
     expect((await again.keys(`${t.keyPrefix}rl:*`)).length).toBe(1); // counted in Redis again
     again.disconnect();
+    // And through Redis again: the nonce and both sign-in limits are there.
+    expect((await signIn(t.app, await solanaWallet())).statusCode).toBe(201);
+    const after = new Redis(redis.url);
+    expect((await after.keys(`${t.keyPrefix}rl:*`)).length).toBe(3);
+    after.disconnect();
     expect((await t.app.inject({ method: 'GET', url: '/health/ready' })).statusCode).toBe(200);
   }, 60_000);
 });

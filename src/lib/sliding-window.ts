@@ -93,7 +93,8 @@ export class MemorySlidingWindow implements SlidingWindow {
   }
 }
 
-const HIT_LUA = `
+// The hit itself: leaves n (the count, max + 1 when refused) and ttl.
+const HIT_BODY = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local win = tonumber(ARGV[1])
@@ -111,7 +112,26 @@ local o = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local ttl = win
 if o[2] then ttl = tonumber(o[2]) + win - now end
 if ttl < 1 then ttl = 1 end
+`;
+
+const HIT_LUA = `${HIT_BODY}
 return {n, ttl}
+`;
+
+// A hit and, only when it is allowed, the one command it guards on KEYS[2]:
+// SET value PX ms, or GETDEL. One round trip instead of two, and a refused
+// request never touches the guarded key.
+const HIT_THEN_LUA = `${HIT_BODY}
+local r = false
+if n <= max then
+  if ARGV[4] == 'set' then
+    redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[6])
+    r = 'OK'
+  else
+    r = redis.call('GETDEL', KEYS[2])
+  end
+end
+return {n, ttl, r}
 `;
 
 const PEEK_LUA = `
@@ -121,8 +141,12 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]))
 return redis.call('ZCARD', KEYS[1])
 `;
 
+/** The command a hit guards (hitThen): store a value with a TTL, or take one. */
+export type GuardedOp = { kind: 'set'; key: string; value: string; px: number } | { kind: 'getdel'; key: string };
+
 type RedisWithScripts = Redis & {
   slidingHit(key: string, windowMs: number, max: number, member: string): Promise<[number, number]>;
+  slidingHitThen(key: string, guarded: string, windowMs: number, max: number, member: string, ...op: string[]): Promise<[number, number, string | null]>;
   slidingPeek(key: string, windowMs: number): Promise<number>;
 };
 
@@ -135,6 +159,7 @@ export class RedisSlidingWindow implements SlidingWindow {
     if (!(redis as unknown as Partial<RedisWithScripts>).slidingHit) {
       redis.defineCommand('slidingHit', { numberOfKeys: 1, lua: HIT_LUA });
       redis.defineCommand('slidingPeek', { numberOfKeys: 1, lua: PEEK_LUA });
+      redis.defineCommand('slidingHitThen', { numberOfKeys: 2, lua: HIT_THEN_LUA });
     }
     this.redis = redis as unknown as RedisWithScripts;
   }
@@ -142,6 +167,17 @@ export class RedisSlidingWindow implements SlidingWindow {
   async hit(key: string, windowMs: number, max: number): Promise<HitResult> {
     const [current, ttlMs] = await this.redis.slidingHit(this.prefix + key, windowMs, max, randomUUID());
     return { current: Number(current), ttlMs: Number(ttlMs) };
+  }
+
+  /**
+   * A hit and the operation it guards, atomically in one round trip; the
+   * operation runs only when the hit is allowed (value: null otherwise, or
+   * when GETDEL found nothing). The guarded key is used as given (no prefix).
+   */
+  async hitThen(key: string, windowMs: number, max: number, op: GuardedOp): Promise<{ hit: HitResult; value: string | null }> {
+    const args = op.kind === 'set' ? ['set', op.value, String(op.px)] : ['getdel'];
+    const [current, ttlMs, value] = await this.redis.slidingHitThen(this.prefix + key, op.key, windowMs, max, randomUUID(), ...args);
+    return { hit: { current: Number(current), ttlMs: Number(ttlMs) }, value: value ?? null };
   }
 
   async peek(key: string, windowMs: number): Promise<number> {
@@ -171,10 +207,7 @@ export class FallbackSlidingWindow implements SlidingWindow {
     if (this.primary && this.isUp()) {
       try {
         const value = await fn(this.primary);
-        if (this.degraded) {
-          this.degraded = false;
-          this.log.info('rate limiting is shared through Redis again');
-        }
+        this.markUp();
         return value;
       } catch (err) {
         this.markDegraded(err);
@@ -183,6 +216,13 @@ export class FallbackSlidingWindow implements SlidingWindow {
       this.markDegraded(new Error('Redis connection is not ready'));
     }
     return fn(this.fallback);
+  }
+
+  private markUp() {
+    if (this.degraded) {
+      this.degraded = false;
+      this.log.info('rate limiting is shared through Redis again');
+    }
   }
 
   private markDegraded(err: unknown) {
@@ -194,6 +234,27 @@ export class FallbackSlidingWindow implements SlidingWindow {
 
   hit(key: string, windowMs: number, max: number) {
     return this.run((w) => w.hit(key, windowMs, max));
+  }
+
+  /**
+   * The hit and a guarded Redis command in one round trip, when the shared
+   * (Redis) window is up; undefined when it is not, and the caller then takes
+   * the hit with hit() (the in-process window) and runs its operation locally.
+   */
+  async hitThen(key: string, windowMs: number, max: number, op: GuardedOp): Promise<{ hit: HitResult; value: string | null } | undefined> {
+    if (!(this.primary instanceof RedisSlidingWindow)) return undefined;
+    if (!this.isUp()) {
+      this.markDegraded(new Error('Redis connection is not ready'));
+      return undefined;
+    }
+    try {
+      const r = await this.primary.hitThen(key, windowMs, max, op);
+      this.markUp();
+      return r;
+    } catch (err) {
+      this.markDegraded(err);
+      return undefined;
+    }
   }
   peek(key: string, windowMs: number) {
     return this.run((w) => w.peek(key, windowMs));

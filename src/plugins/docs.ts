@@ -50,7 +50,7 @@ function problemResponse(status: string, extraHeaders?: Record<string, unknown>)
  */
 function decorateOperation(
   input: Record<string, unknown>,
-  cfg: { public?: boolean; internal?: boolean; rateLimit?: unknown },
+  cfg: { public?: boolean; internal?: boolean; rateLimit?: unknown; handlerRateLimit?: unknown },
   method: string,
 ): Record<string, unknown> {
   const schema = { ...input };
@@ -59,7 +59,7 @@ function decorateOperation(
   else if (cfg.public && schema.security === undefined) schema.security = [];
   if (!schema.description && schema.summary) schema.description = schema.summary;
   const response = { ...((schema.response as Record<string, Record<string, unknown>> | undefined) ?? {}) };
-  const limited = Boolean(cfg.rateLimit);
+  const limited = Boolean(cfg.rateLimit || cfg.handlerRateLimit);
   const next: Record<string, unknown> = {};
   for (const [status, body] of Object.entries(response)) {
     const code = Number(status);
@@ -198,7 +198,7 @@ export const docsPlugin = fp(
       },
       transform: (args) => {
         const out = jsonSchemaTransform(args);
-        const route = args.route as { method: string | string[]; config?: { public?: boolean; internal?: boolean; rateLimit?: unknown } };
+        const route = args.route as { method: string | string[]; config?: { public?: boolean; internal?: boolean; rateLimit?: unknown; handlerRateLimit?: unknown } };
         const cfg = route.config ?? {};
         const method = String(Array.isArray(route.method) ? route.method[0] : route.method).toUpperCase();
         return { ...out, schema: decorateOperation(out.schema as Record<string, unknown>, cfg, method) } as never;

@@ -27,7 +27,7 @@ declare module 'fastify' {
     /** Prefix of every Redis key this app writes (tests isolate runs with it). */
     keyPrefix: string;
     instanceId: string;
-    limiter: SlidingWindow;
+    limiter: FallbackSlidingWindow;
     clock: () => Date;
     /**
      * The one way domains reach live clients: publish(channel, event, payload).

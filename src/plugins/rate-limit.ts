@@ -1,8 +1,8 @@
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
-import type { SlidingWindow } from '../lib/sliding-window.js';
+import type { HitResult, SlidingWindow } from '../lib/sliding-window.js';
 
 type Cb = (err: Error | null, res?: { current: number; ttl: number }) => void;
 
@@ -27,6 +27,39 @@ function slidingStore(window: SlidingWindow) {
   };
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * A limit the route's handler takes itself with applyHit(), fused with
+     * the Redis command it guards (the sign-in nonce routes); documented like
+     * `rateLimit`, never run by the plugin's hook.
+     */
+    handlerRateLimit?: { max: number; timeWindow: number };
+  }
+}
+
+/** The 429 of every limited route. */
+export function rateLimited(ttlMs: number): AppError {
+  return new AppError(429, 'RATE_LIMITED', `Too many requests, retry in ${Math.max(1, Math.ceil(ttlMs / 1000))} s`);
+}
+
+/**
+ * For a route that takes its hit itself (fused with the Redis command it
+ * guards, see FallbackSlidingWindow.hitThen): the same headers and 429 as
+ * the plugin's hook gives every other limited route.
+ */
+export function applyHit(reply: FastifyReply, max: number, hit: HitResult): void {
+  const resetSec = Math.ceil(hit.ttlMs / 1000);
+  reply.header('ratelimit-limit', max);
+  reply.header('ratelimit-reset', resetSec);
+  if (hit.current > max) {
+    reply.header('ratelimit-remaining', 0);
+    reply.header('retry-after', resetSec);
+    throw rateLimited(hit.ttlMs);
+  }
+  reply.header('ratelimit-remaining', Math.max(0, max - hit.current));
+}
+
 /**
  * Rate limiting with a sliding window (not the plugin's built-in fixed
  * window). Only routes that declare `config.rateLimit` are limited; the seed
@@ -40,8 +73,7 @@ export const rateLimitPlugin = fp(
       store: slidingStore(app.limiter) as never,
       enableDraftSpec: true,
       keyGenerator: (req: FastifyRequest) => req.ip,
-      errorResponseBuilder: (_req, ctx) =>
-        new AppError(429, 'RATE_LIMITED', `Too many requests, retry in ${Math.max(1, Math.ceil(ctx.ttl / 1000))} s`),
+      errorResponseBuilder: (_req, ctx) => rateLimited(ctx.ttl),
     });
   },
   { name: 'rate-limit', fastify: '5.x', dependencies: ['infra'] },

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { expectProblem, nextIp, parseSetCookies, signIn, solanaWallet } from './helpers.js';
+import { expectProblem, getNonce, nextIp, parseSetCookies, postWallet, signIn, solanaWallet } from './helpers.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -33,6 +33,36 @@ describe('seed §8 limits on the auth routes (sliding window, per IP unless said
     for (let i = 0; i < 10; i++) expect((await post(ip)).statusCode).toBe(400);
     expect429(await post(ip), 10);
     expect((await post(nextIp())).statusCode).toBe(400);
+  });
+
+  it('the sign-in routes answer the limit headers; a refused (429) attempt neither issues nor consumes a nonce', async () => {
+    const w = await solanaWallet();
+    const ipA = nextIp();
+    const first = await postWallet(t.app, { address: 'x', chain: 'solana', signature: 'x', nonce: 'x' }, ipA);
+    expect(first.statusCode).toBe(400);
+    expect(first.headers['ratelimit-limit']).toBe('10');
+    expect(first.headers['ratelimit-remaining']).toBe('9');
+    expect(Number(first.headers['ratelimit-reset'])).toBeGreaterThan(0);
+    for (let i = 1; i < 10; i++) await postWallet(t.app, { address: 'x', chain: 'solana', signature: 'x', nonce: 'x' }, ipA);
+
+    const ipB = nextIp();
+    const nonceRes = await t.app.inject({ method: 'GET', url: '/api/v1/auth/wallet/nonce', query: { chain: 'solana', address: w.address }, remoteAddress: ipB });
+    expect(nonceRes.statusCode).toBe(200);
+    expect(nonceRes.headers['ratelimit-limit']).toBe('20');
+    expect(nonceRes.headers['ratelimit-remaining']).toBe('19');
+    const nonce = nonceRes.json().nonce as string;
+    const body = { address: w.address, chain: 'solana', signature: await w.sign(nonce), nonce };
+    expect429(await postWallet(t.app, body, ipA), 10);
+    // The refused attempt left the nonce alone: it still signs in, once.
+    expect((await postWallet(t.app, body, nextIp())).statusCode).toBe(201);
+    expectProblem(await postWallet(t.app, body, nextIp()), 401, 'INVALID_NONCE');
+
+    // A refused nonce request issues nothing.
+    const ipC = nextIp();
+    for (let i = 0; i < 20; i++) await getNonce(t.app, 'solana', w.address, ipC);
+    const refused = await t.app.inject({ method: 'GET', url: '/api/v1/auth/wallet/nonce', query: { chain: 'solana', address: w.address }, remoteAddress: ipC });
+    expect429(refused, 20);
+    expect(refused.json().nonce).toBeUndefined();
   });
 
   it('POST /auth/idp: 10 a minute per IP', async () => {

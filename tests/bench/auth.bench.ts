@@ -43,23 +43,44 @@ async function rawVerifyRate(ms: number, verify: () => Promise<boolean>): Promis
   return Math.round(n / ((performance.now() - start) / 1000));
 }
 
+const SIGNIN_CLIENTS = 16;
+const ROUNDS = 3;
+
 export default async function run() {
   const { secretKey, publicKey } = await ed.keygenAsync();
   const msg = 'Gx7aVbQ3Jm2kLpR9sT4uWyZ1cD5eF8hN';
   const sig = await ed.signAsync(new TextEncoder().encode(msg), secretKey);
-  const rawAsync = await rawVerifyRate(3000, () => ed.verifyAsync(sig, new TextEncoder().encode(msg), publicKey, { zip215: false }));
-  // The synchronous API with node:crypto's SHA-512 (what the service runs) is faster:
-  // the reference is the faster of the two, so the ratio is never flattered by a slow baseline.
+  // The service's module set this already (wallet-verify.ts); the same here, explicitly.
   ed.hashes.sha512 = (m: Uint8Array) => new Uint8Array(createHash('sha512').update(m).digest());
-  const rawSync = await rawVerifyRate(3000, async () => ed.verify(sig, new TextEncoder().encode(msg), publicKey, { zip215: false }));
-  const rawNoble = Math.max(rawAsync, rawSync);
+  const verifyAsync = () => ed.verifyAsync(sig, new TextEncoder().encode(msg), publicKey, { zip215: false });
+  const verifySync = async () => ed.verify(sig, new TextEncoder().encode(msg), publicKey, { zip215: false });
   const address = base58.encode(publicKey);
   const sigB58 = base58.encode(sig);
+  /**
+   * The reference: the faster of noble's verifyAsync (WebCrypto SHA-512) and
+   * its synchronous verify with node:crypto's SHA-512 (what the service runs),
+   * so the ratio is never flattered by a slow baseline.
+   */
+  const rawNoble = async (ms: number) => {
+    const a = await rawVerifyRate(ms, verifyAsync);
+    const s = await rawVerifyRate(ms, verifySync);
+    return { async: a, sync: s, best: Math.max(a, s) };
+  };
+  const raw0 = await rawNoble(3000);
   const rawOurs = await rawVerifyRate(3000, () => verifySolanaSignature(address, sigB58, msg));
 
   const app = await startApp({ TRUST_PROXY: 'true' });
   try {
-    const signin = await runLoad({ url: app.url, mode: 'signin', connections: 8, durationSec: 5, warmupSec: 1 });
+    // Rounds of (raw verify rate, then sign-in flat out) on this noisy shared machine: the ratio is the median of
+    // the per-round ratios, each against the raw rate measured just before it.
+    const rounds: Array<{ raw: number; signin: Flow; ratio: number }> = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      const raw = i === 0 ? raw0.best : (await rawNoble(1500)).best;
+      const flow = await runLoad({ url: app.url, mode: 'signin', connections: SIGNIN_CLIENTS, durationSec: 5, warmupSec: 1 });
+      rounds.push({ raw, signin: flow, ratio: flow.perSec / raw });
+    }
+    const mid = [...rounds].sort((a, b) => a.ratio - b.ratio)[Math.floor(ROUNDS / 2)];
+    const signin = mid.signin;
 
     // Refresh chains: one session per connection, each refresh presenting the token the previous one returned.
     const connections = 16;
@@ -81,18 +102,20 @@ export default async function run() {
     }
     const refresh = await runLoad({ url: app.url, mode: 'refresh', connections, durationSec: 5, warmupSec: 1, tokens });
 
-    const ratio = (signin.perSec / rawNoble).toFixed(2);
+    const ratio = mid.ratio.toFixed(2);
     const md = [
       '| measurement | per second | p50 ms | p99 ms | failed | note |',
       '|---|---|---|---|---|---|',
-      `| raw @noble/ed25519 verifyAsync (WebCrypto SHA-512), one core, sequential | ${rawAsync} | | | | ${rawAsync === rawNoble ? 'the reference' : ''} |`,
-      `| raw @noble/ed25519 verify (node:crypto SHA-512), one core, sequential | ${rawSync} | | | | ${rawSync === rawNoble ? 'the reference' : ''} |`,
-      `| our verifySolanaSignature (base58 decode + verify), one core | ${rawOurs} | | | | ${(rawOurs / rawNoble).toFixed(2)} of raw |`,
-      `| full Solana sign-in (GET nonce + POST wallet), 8 clients | ${signin.perSec} | ${signin.p50} | ${signin.p99} | ${signin.failed} | **${ratio} of raw verify** (target ≥ 0.50) |`,
+      `| raw @noble/ed25519 verifyAsync (WebCrypto SHA-512), one core, sequential | ${raw0.async} | | | | ${raw0.async === raw0.best ? 'the reference' : ''} |`,
+      `| raw @noble/ed25519 verify (node:crypto SHA-512), one core, sequential | ${raw0.sync} | | | | ${raw0.sync === raw0.best ? 'the reference' : ''} |`,
+      `| our verifySolanaSignature (base58 decode + verify), one core | ${rawOurs} | | | | ${(rawOurs / raw0.best).toFixed(2)} of raw |`,
+      `| full Solana sign-in (GET nonce + POST wallet), ${SIGNIN_CLIENTS} clients, median round | ${signin.perSec} | ${signin.p50} | ${signin.p99} | ${signin.failed} | **${ratio} of raw verify** (target ≥ 0.50) |`,
       `| refresh rotation (POST refresh, body token), ${connections} clients | ${refresh.perSec} | ${refresh.p50} | ${refresh.p99} | ${refresh.failed} | target ≥ 1,500/s |`,
       '',
-      'Sign-in creates a new user per request (fresh keypair, signed with node:crypto in a separate load process); ' +
-        'each one is two HTTP requests, a Redis SET + GETDEL (when Redis is set), two rate-limit hits, one ed25519 verify and ' +
+      `Sign-in rounds (raw verify/s → sign-ins/s = ratio): ${rounds.map((r) => `${r.raw} → ${r.signin.perSec} = ${r.ratio.toFixed(2)}`).join('; ')}; the table shows the median round. ` +
+        'Load comes from autocannon in a separate process (request hooks carry the flows: nonce → sign → POST; each refresh presents the token the last one returned). ' +
+        'Sign-in creates a new user per request (fresh keypair, signed with node:crypto in a separate load process); ' +
+        'each one is two HTTP requests, two Redis round trips (each the rate-limit hit fused with the nonce SET or GETDEL in one script), one ed25519 verify and ' +
         'one SQL statement (user upsert + refresh-token insert). A refresh is one rate-limit hit, one SQL statement ' +
         '(claim + successor insert) and one HS256 signature.',
     ].join('\n');

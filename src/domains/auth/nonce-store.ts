@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { base58 } from '@scure/base';
 import type { Redis } from 'ioredis';
 import type { FastifyBaseLogger } from 'fastify';
+import type { FallbackSlidingWindow, GuardedOp, HitResult } from '../../lib/sliding-window.js';
 
 /** decisions.md §3.2: nonces live 5 minutes. */
 export const NONCE_TTL_MS = 5 * 60 * 1000;
@@ -11,15 +12,34 @@ export interface NonceBinding {
   address: string;
 }
 
+/** The rate limit a nonce operation counts against (a sliding window key, seed §8). */
+export interface NonceLimit {
+  key: string;
+  windowMs: number;
+  max: number;
+}
+
+/** The limit's hit, and the operation's result when the hit was allowed. */
+export interface Limited<T> {
+  hit: HitResult;
+  /** False when the limit refused the request: nothing was issued or taken. */
+  allowed: boolean;
+  value: T;
+}
+
 /**
  * Single-use sign-in nonces bound to (chain, address). With Redis every
  * instance can consume a nonce another one issued; `take` is atomic (GETDEL),
  * so of two attempts presenting one nonce exactly one gets its binding.
+ *
+ * Each operation carries the route's rate limit: with Redis, the limit's hit
+ * and the nonce command run as one script (one round trip, the hot path of
+ * every sign-in); a refused request neither issues nor consumes a nonce.
  */
 export interface NonceStore {
-  issue(binding: NonceBinding): Promise<{ nonce: string; expiresAt: Date }>;
+  issue(binding: NonceBinding, limit: NonceLimit): Promise<Limited<{ nonce: string; expiresAt: Date } | undefined>>;
   /** Removes the nonce and returns what it was bound to, or undefined if unknown/expired/used. */
-  take(nonce: string): Promise<NonceBinding | undefined>;
+  take(nonce: string, limit: NonceLimit): Promise<Limited<NonceBinding | undefined>>;
   close(): void;
 }
 
@@ -29,6 +49,8 @@ export interface NonceStoreDeps {
   keyPrefix: string;
   clock: () => Date;
   log: FastifyBaseLogger;
+  /** The shared rate-limit window (Redis, with the in-process fallback). */
+  limiter: FallbackSlidingWindow;
   /** Bound on the in-process map (rate limits keep it far below this). */
   maxLocal?: number;
 }
@@ -63,46 +85,58 @@ export function createNonceStore(deps: NonceStoreDeps): NonceStore {
     return entry.expiresAt > deps.clock().getTime() ? entry.binding : undefined;
   };
 
+  const parse = (value: string): NonceBinding | undefined => {
+    const [expires, chain, ...rest] = value.split(':');
+    if (Number(expires) <= deps.clock().getTime()) return undefined;
+    return { chain, address: rest.join(':') };
+  };
+
+  /**
+   * The limit's hit fused with the Redis command when Redis answers;
+   * otherwise the hit alone (the limiter falls back to this instance) and
+   * `undefined` for the command, which the caller then runs in process.
+   */
+  const guarded = async (limit: NonceLimit, op: GuardedOp) => {
+    if (deps.redis && deps.redisReady()) {
+      const r = await deps.limiter.hitThen(limit.key, limit.windowMs, limit.max, op);
+      if (r) {
+        warned = false;
+        return { hit: r.hit, redis: r.value };
+      }
+      warnOnce(new Error('Redis did not answer'));
+    }
+    return { hit: await deps.limiter.hit(limit.key, limit.windowMs, limit.max), redis: undefined };
+  };
+
   return {
-    async issue(binding) {
+    async issue(binding, limit) {
       const nonce = generateNonce();
       const expiresAt = new Date(deps.clock().getTime() + NONCE_TTL_MS);
       // The expiry travels with the value and is checked against the app clock on take;
       // Redis's own TTL (a little longer) only collects garbage.
       const value = `${expiresAt.getTime()}:${binding.chain}:${binding.address}`;
-      if (deps.redis && deps.redisReady()) {
-        try {
-          await deps.redis.set(key(nonce), value, 'PX', NONCE_TTL_MS + 60_000);
-          warned = false;
-          return { nonce, expiresAt };
-        } catch (err) {
-          warnOnce(err);
+      const { hit, redis } = await guarded(limit, { kind: 'set', key: key(nonce), value, px: NONCE_TTL_MS + 60_000 });
+      if (hit.current > limit.max) return { hit, allowed: false, value: undefined };
+      if (redis === undefined) {
+        if (local.size >= maxLocal) {
+          const oldest = local.keys().next().value;
+          if (oldest !== undefined) local.delete(oldest);
         }
+        local.set(nonce, { binding, expiresAt: expiresAt.getTime() });
       }
-      if (local.size >= maxLocal) {
-        const oldest = local.keys().next().value;
-        if (oldest !== undefined) local.delete(oldest);
-      }
-      local.set(nonce, { binding, expiresAt: expiresAt.getTime() });
-      return { nonce, expiresAt };
+      return { hit, allowed: true, value: { nonce, expiresAt } };
     },
 
-    async take(nonce) {
-      if (!NONCE_SHAPE.test(nonce)) return undefined;
-      if (deps.redis && deps.redisReady()) {
-        try {
-          const value = await deps.redis.getdel(key(nonce));
-          if (value !== null) {
-            const [expires, chain, ...rest] = value.split(':');
-            if (Number(expires) <= deps.clock().getTime()) return undefined;
-            return { chain, address: rest.join(':') };
-          }
-        } catch (err) {
-          warnOnce(err);
-        }
+    async take(nonce, limit) {
+      if (!NONCE_SHAPE.test(nonce)) {
+        const hit = await deps.limiter.hit(limit.key, limit.windowMs, limit.max);
+        return { hit, allowed: hit.current <= limit.max, value: undefined };
       }
-      // Also issued while Redis was unreachable, or no Redis at all.
-      return takeLocal(nonce);
+      const { hit, redis } = await guarded(limit, { kind: 'getdel', key: key(nonce) });
+      if (hit.current > limit.max) return { hit, allowed: false, value: undefined };
+      if (redis) return { hit, allowed: true, value: parse(redis) };
+      // Not in Redis (or no Redis): it may have been issued while Redis was unreachable.
+      return { hit, allowed: true, value: takeLocal(nonce) };
     },
 
     close() {

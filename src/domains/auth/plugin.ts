@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import fastifyCookie from '@fastify/cookie';
 import { z } from 'zod';
 import { problemResponses, unauthorized } from '../../errors.js';
+import { applyHit } from '../../plugins/rate-limit.js';
 import { clearSessionCookies, REFRESH_COOKIE, setBetaCookie, setSessionCookies } from './cookies.js';
 import { createIdpVerifier } from './idp.js';
 import { createNonceStore } from './nonce-store.js';
@@ -26,6 +27,7 @@ import {
   signInWithIdp,
   signInWithWallet,
   type AuthDeps,
+  type RouteLimit,
 } from './service.js';
 
 const MINUTE = 60_000;
@@ -51,6 +53,7 @@ export const authRoutes: FastifyPluginAsyncZod = async (app) => {
     keyPrefix: app.keyPrefix,
     clock: app.clock,
     log: app.log,
+    limiter: app.limiter,
   });
   app.addHook('onClose', async () => nonces.close());
   const deps: AuthDeps = {
@@ -61,10 +64,24 @@ export const authRoutes: FastifyPluginAsyncZod = async (app) => {
   };
   const { config } = app;
 
+  /**
+   * The sign-in nonce routes take their seed §8 limit (per IP) in the handler,
+   * in the same Redis script as the nonce SET/GETDEL: one round trip where the
+   * plugin's hook would add a second to every sign-in. Every request counts,
+   * including ones refused for a malformed body or address.
+   */
+  const routeLimit = (request: FastifyRequest, reply: FastifyReply): RouteLimit => {
+    const { max, timeWindow } = request.routeOptions.config.handlerRateLimit!;
+    const limit = { key: `${request.routeOptions.url}:${request.ip}`, windowMs: timeWindow, max };
+    const onHit = (hit: Parameters<RouteLimit['onHit']>[0]) => applyHit(reply, max, hit);
+    return { limit, onHit, count: async () => onHit(await app.limiter.hit(limit.key, limit.windowMs, max)) };
+  };
+
   app.get(
     '/wallet/nonce',
     {
-      config: { public: true, rateLimit: { max: 20, timeWindow: MINUTE } },
+      config: { public: true, handlerRateLimit: { max: 20, timeWindow: MINUTE } },
+      attachValidation: true,
       schema: {
         operationId: 'getWalletNonce',
         tags: ['auth'],
@@ -77,13 +94,21 @@ export const authRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: NonceResponseSchema, ...problemResponses(400, 429, 503) },
       },
     },
-    async (request) => issueNonce(deps, request.query),
+    async (request, reply) => {
+      const limit = routeLimit(request, reply);
+      if (request.validationError) {
+        await limit.count();
+        throw request.validationError;
+      }
+      return issueNonce(deps, request.query, limit);
+    },
   );
 
   app.post(
     '/wallet',
     {
-      config: { public: true, rateLimit: { max: 10, timeWindow: MINUTE } },
+      config: { public: true, handlerRateLimit: { max: 10, timeWindow: MINUTE } },
+      attachValidation: true,
       schema: {
         operationId: 'signInWithWallet',
         tags: ['auth'],
@@ -98,7 +123,12 @@ export const authRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const session = await signInWithWallet(deps, request.body);
+      const limit = routeLimit(request, reply);
+      if (request.validationError) {
+        await limit.count();
+        throw request.validationError;
+      }
+      const session = await signInWithWallet(deps, request.body, limit);
       setSessionCookies(reply, config, session.refreshToken);
       return reply.code(201).send({ accessToken: session.accessToken, user: session.user });
     },

@@ -4,7 +4,8 @@ import { AppError, validationError } from '../../errors.js';
 import type { AuthUser } from '../../plugins/auth.js';
 import type { IdpVerifier } from './idp.js';
 import { deriveIdpAddress } from './idp.js';
-import type { NonceStore } from './nonce-store.js';
+import type { HitResult } from '../../lib/sliding-window.js';
+import type { NonceLimit, NonceStore } from './nonce-store.js';
 import {
   redeemBetaKey,
   revokeFamilyIfReused,
@@ -20,6 +21,18 @@ export interface AuthDeps {
   nonces: NonceStore;
   signAccessToken: (user: AuthUser) => string;
   verifyIdp: IdpVerifier;
+}
+
+/**
+ * A route's rate limit, taken by the nonce store together with the nonce
+ * command. `onHit` answers the hit (headers; throws 429 when refused);
+ * `count` takes a hit alone, for a request refused before the store is
+ * reached (it counts all the same).
+ */
+export interface RouteLimit {
+  limit: NonceLimit;
+  onHit(hit: HitResult): void;
+  count(): Promise<void>;
 }
 
 export interface Session {
@@ -49,9 +62,12 @@ function canonicalAddress(chain: Chain, address: string): string {
   return canonical;
 }
 
-export async function issueNonce(deps: Pick<AuthDeps, 'nonces'>, input: { chain: Chain; address: string }) {
+export async function issueNonce(deps: Pick<AuthDeps, 'nonces'>, input: { chain: Chain; address: string }, limit: RouteLimit) {
+  if (!normalizeAddress(input.chain, input.address)) await limit.count();
   const address = canonicalAddress(input.chain, input.address);
-  const { nonce, expiresAt } = await deps.nonces.issue({ chain: input.chain, address });
+  const issued = await deps.nonces.issue({ chain: input.chain, address }, limit.limit);
+  limit.onHit(issued.hit);
+  const { nonce, expiresAt } = issued.value!;
   return { nonce, expiresAt: expiresAt.toISOString() };
 }
 
@@ -75,8 +91,11 @@ async function startSession(deps: AuthDeps, input: SessionInput): Promise<Sessio
 export async function signInWithWallet(
   deps: AuthDeps,
   input: { chain: Chain; address: string; signature: string; nonce: string; referralCode?: string },
+  limit: RouteLimit,
 ): Promise<Session> {
-  const binding = await deps.nonces.take(input.nonce);
+  const taken = await deps.nonces.take(input.nonce, limit.limit);
+  limit.onHit(taken.hit);
+  const binding = taken.value;
   const address = canonicalAddress(input.chain, input.address);
   if (!binding || binding.chain !== input.chain || binding.address !== address) throw invalidNonce();
   const ok = await verifyWalletSignature(input.chain, address, input.signature, input.nonce);
