@@ -128,8 +128,8 @@ export default async function run() {
     try {
       // Each target against the baseline in alternating rounds (harness.compare); ratio = median of the rounds.
       const baseTarget = { name: `bare Fastify, same ${(body.length / 1024).toFixed(1)} KB body`, url: `${base.url}/x` };
-      const ours = await compare(baseTarget, { name: 'GET /leaderboard first page', url: firstUrl });
-      const oursDeep = await compare(baseTarget, { name: 'GET /leaderboard page 1,000', url: deepUrl });
+      const ours = await compare(baseTarget, { name: 'GET /leaderboard first page', url: firstUrl }, 5);
+      const oursDeep = await compare(baseTarget, { name: 'GET /leaderboard page 1,000', url: deepUrl }, 5);
       const floor = await compare(baseTarget, { name: 'GET /health/live (our stack, 15-byte body: the fixed per-request cost)', url: `${bench.url}/health/live` });
       lines.push(
         `### Throughput (median of ${ours.rounds} alternating rounds of 5 s, 20 connections)`,
