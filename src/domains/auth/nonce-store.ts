@@ -19,11 +19,12 @@ export interface NonceLimit {
   max: number;
 }
 
-/** The limit's hit, and the operation's result when the hit was allowed. */
+/**
+ * The limit's hit, and the operation's result. When the hit was refused
+ * (`hit.current > max`) nothing was issued or taken and `value` is undefined.
+ */
 export interface Limited<T> {
   hit: HitResult;
-  /** False when the limit refused the request: nothing was issued or taken. */
-  allowed: boolean;
   value: T;
 }
 
@@ -116,7 +117,7 @@ export function createNonceStore(deps: NonceStoreDeps): NonceStore {
       // Redis's own TTL (a little longer) only collects garbage.
       const value = `${expiresAt.getTime()}:${binding.chain}:${binding.address}`;
       const { hit, redis } = await guarded(limit, { kind: 'set', key: key(nonce), value, px: NONCE_TTL_MS + 60_000 });
-      if (hit.current > limit.max) return { hit, allowed: false, value: undefined };
+      if (hit.current > limit.max) return { hit, value: undefined };
       if (redis === undefined) {
         if (local.size >= maxLocal) {
           const oldest = local.keys().next().value;
@@ -124,19 +125,19 @@ export function createNonceStore(deps: NonceStoreDeps): NonceStore {
         }
         local.set(nonce, { binding, expiresAt: expiresAt.getTime() });
       }
-      return { hit, allowed: true, value: { nonce, expiresAt } };
+      return { hit, value: { nonce, expiresAt } };
     },
 
     async take(nonce, limit) {
       if (!NONCE_SHAPE.test(nonce)) {
         const hit = await deps.limiter.hit(limit.key, limit.windowMs, limit.max);
-        return { hit, allowed: hit.current <= limit.max, value: undefined };
+        return { hit, value: undefined };
       }
       const { hit, redis } = await guarded(limit, { kind: 'getdel', key: key(nonce) });
-      if (hit.current > limit.max) return { hit, allowed: false, value: undefined };
-      if (redis) return { hit, allowed: true, value: parse(redis) };
+      if (hit.current > limit.max) return { hit, value: undefined };
+      if (redis) return { hit, value: parse(redis) };
       // Not in Redis (or no Redis): it may have been issued while Redis was unreachable.
-      return { hit, allowed: true, value: takeLocal(nonce) };
+      return { hit, value: takeLocal(nonce) };
     },
 
     close() {
