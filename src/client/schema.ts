@@ -139,7 +139,7 @@ export interface paths {
         put?: never;
         /**
          * Sign in with a Solana or EVM wallet signature
-         * @description Solana: base58 ed25519 detached signature (strict RFC 8032) over the nonce bytes. EVM: EIP-191 personal_sign by an externally owned account; the address is stored EIP-55. Creates the user on first sign-in (storing `referralCode` then only) and finds it afterwards. Sets the `refresh_token` (httpOnly, Path=/api/v1/auth), `logged_in=1` and `beta_access=1` cookies (Max-Age 90 days). 401 INVALID_NONCE / INVALID_SIGNATURE. 10/min per IP.
+         * @description Solana: base58 ed25519 detached signature (strict RFC 8032) over the nonce bytes. EVM: EIP-191 personal_sign by an externally owned account; the address is stored EIP-55. Creates the user on first sign-in (storing `referralCode` then only) and finds it afterwards. Sets the `refresh_token` (httpOnly, Path=/api/v1/auth), `logged_in=1` and `beta_access=1` cookies (Max-Age 90 days). 401 INVALID_NONCE / INVALID_SIGNATURE. 10/min per IP (malformed requests count; a refused (429) attempt does not consume its nonce).
          */
         post: operations["signInWithWallet"];
         delete?: never;
@@ -157,7 +157,7 @@ export interface paths {
         };
         /**
          * Get a sign-in nonce for a wallet
-         * @description A single-use nonce bound to (chain, address), valid 5 minutes, 192 random bits in base58. Sign exactly its UTF-8 bytes. It is consumed by the first sign-in attempt that presents it, whether or not the signature verifies. EVM addresses are compared case-insensitively. Malformed address → 400. 20/min per IP.
+         * @description A single-use nonce bound to (chain, address), valid 5 minutes, 192 random bits in base58. Sign exactly its UTF-8 bytes. It is consumed by the first sign-in attempt that presents it, whether or not the signature verifies. EVM addresses are compared case-insensitively. Malformed address → 400. 20/min per IP (malformed requests count; a refused request is issued no nonce).
          */
         get: operations["getWalletNonce"];
         put?: never;
