@@ -228,7 +228,7 @@ export class FallbackSlidingWindow implements SlidingWindow {
   private markDegraded(err: unknown) {
     if (!this.degraded) {
       this.degraded = true;
-      this.log.warn({ err }, 'Redis unavailable: rate limits fall back to this instance only');
+      this.log.warn({ err }, 'Redis unavailable: rate limits (and sign-in nonces) fall back to this instance only');
     }
   }
 

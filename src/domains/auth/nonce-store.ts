@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { base58 } from '@scure/base';
-import type { Redis } from 'ioredis';
-import type { FastifyBaseLogger } from 'fastify';
 import type { FallbackSlidingWindow, GuardedOp, HitResult } from '../../lib/sliding-window.js';
 
 /** decisions.md §3.2: nonces live 5 minutes. */
@@ -45,12 +43,13 @@ export interface NonceStore {
 }
 
 export interface NonceStoreDeps {
-  redis: Redis | undefined;
-  redisReady: () => boolean;
   keyPrefix: string;
   clock: () => Date;
-  log: FastifyBaseLogger;
-  /** The shared rate-limit window (Redis, with the in-process fallback). */
+  /**
+   * The shared rate-limit window: its Redis (when set and answering) also
+   * holds the nonces; otherwise both fall back to this instance, and the
+   * limiter says so once in the log.
+   */
   limiter: FallbackSlidingWindow;
   /** Bound on the in-process map (rate limits keep it far below this). */
   maxLocal?: number;
@@ -72,12 +71,6 @@ export function createNonceStore(deps: NonceStoreDeps): NonceStore {
   }, 30_000);
   sweeper.unref();
   const key = (nonce: string) => `${deps.keyPrefix}auth:nonce:${nonce}`;
-  let warned = false;
-  const warnOnce = (err: unknown) => {
-    if (warned) return;
-    warned = true;
-    deps.log.warn({ err: { message: (err as Error).message } }, 'nonce store: Redis failed, using the in-process store');
-  };
 
   const takeLocal = (nonce: string): NonceBinding | undefined => {
     const entry = local.get(nonce);
@@ -98,14 +91,8 @@ export function createNonceStore(deps: NonceStoreDeps): NonceStore {
    * `undefined` for the command, which the caller then runs in process.
    */
   const guarded = async (limit: NonceLimit, op: GuardedOp) => {
-    if (deps.redis && deps.redisReady()) {
-      const r = await deps.limiter.hitThen(limit.key, limit.windowMs, limit.max, op);
-      if (r) {
-        warned = false;
-        return { hit: r.hit, redis: r.value };
-      }
-      warnOnce(new Error('Redis did not answer'));
-    }
+    const r = await deps.limiter.hitThen(limit.key, limit.windowMs, limit.max, op);
+    if (r) return { hit: r.hit, redis: r.value };
     return { hit: await deps.limiter.hit(limit.key, limit.windowMs, limit.max), redis: undefined };
   };
 

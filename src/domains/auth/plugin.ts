@@ -48,11 +48,8 @@ export const authRoutes: FastifyPluginAsyncZod = async (app) => {
   // registered here (encapsulated), not on every route of the service.
   await app.register(fastifyCookie);
   const nonces = createNonceStore({
-    redis: app.redisClient,
-    redisReady: () => app.redisReady(),
     keyPrefix: app.keyPrefix,
     clock: app.clock,
-    log: app.log,
     limiter: app.limiter,
   });
   app.addHook('onClose', async () => nonces.close());
@@ -68,13 +65,19 @@ export const authRoutes: FastifyPluginAsyncZod = async (app) => {
    * The sign-in nonce routes take their seed §8 limit (per IP) in the handler,
    * in the same Redis script as the nonce SET/GETDEL: one round trip where the
    * plugin's hook would add a second to every sign-in. Every request counts,
-   * including ones refused for a malformed body or address.
+   * including ones refused for a malformed body or address: a request that
+   * failed validation (attachValidation) takes its hit here, then gets its 400.
    */
-  const routeLimit = (request: FastifyRequest, reply: FastifyReply): RouteLimit => {
+  const routeLimit = async (request: FastifyRequest, reply: FastifyReply): Promise<RouteLimit> => {
     const { max, timeWindow } = request.routeOptions.config.handlerRateLimit!;
     const limit = { key: `${request.routeOptions.url}:${request.ip}`, windowMs: timeWindow, max };
     const onHit = (hit: Parameters<RouteLimit['onHit']>[0]) => applyHit(reply, max, hit);
-    return { limit, onHit, count: async () => onHit(await app.limiter.hit(limit.key, limit.windowMs, max)) };
+    const count = async () => onHit(await app.limiter.hit(limit.key, limit.windowMs, max));
+    if (request.validationError) {
+      await count();
+      throw request.validationError;
+    }
+    return { limit, onHit, count };
   };
 
   app.get(
@@ -95,14 +98,7 @@ export const authRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: NonceResponseSchema, ...problemResponses(400, 429, 503) },
       },
     },
-    async (request, reply) => {
-      const limit = routeLimit(request, reply);
-      if (request.validationError) {
-        await limit.count();
-        throw request.validationError;
-      }
-      return issueNonce(deps, request.query, limit);
-    },
+    async (request, reply) => issueNonce(deps, request.query, await routeLimit(request, reply)),
   );
 
   app.post(
@@ -125,12 +121,7 @@ export const authRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const limit = routeLimit(request, reply);
-      if (request.validationError) {
-        await limit.count();
-        throw request.validationError;
-      }
-      const session = await signInWithWallet(deps, request.body, limit);
+      const session = await signInWithWallet(deps, request.body, await routeLimit(request, reply));
       setSessionCookies(reply, config, session.refreshToken);
       return reply.code(201).send({ accessToken: session.accessToken, user: session.user });
     },

@@ -51,20 +51,24 @@ export function generateRefreshToken(): string {
   return randomBytes(32).toString('base64url');
 }
 
+const invalidAddress = (chain: Chain) =>
+  validationError(
+    [{ path: 'address', message: chain === 'evm' ? 'must be 0x followed by 40 hex digits' : 'must be a base58 32-byte public key' }],
+    `The address is not a valid ${chain} address`,
+  );
+
 function canonicalAddress(chain: Chain, address: string): string {
   const canonical = normalizeAddress(chain, address);
-  if (!canonical) {
-    throw validationError(
-      [{ path: 'address', message: chain === 'evm' ? 'must be 0x followed by 40 hex digits' : 'must be a base58 32-byte public key' }],
-      `The address is not a valid ${chain} address`,
-    );
-  }
+  if (!canonical) throw invalidAddress(chain);
   return canonical;
 }
 
 export async function issueNonce(deps: Pick<AuthDeps, 'nonces'>, input: { chain: Chain; address: string }, limit: RouteLimit) {
-  if (!normalizeAddress(input.chain, input.address)) await limit.count();
-  const address = canonicalAddress(input.chain, input.address);
+  const address = normalizeAddress(input.chain, input.address);
+  if (!address) {
+    await limit.count(); // refused all the same: counts, then 400 (or 429 when over)
+    throw invalidAddress(input.chain);
+  }
   const issued = await deps.nonces.issue({ chain: input.chain, address }, limit.limit);
   limit.onHit(issued.hit);
   const { nonce, expiresAt } = issued.value!;
