@@ -97,7 +97,7 @@ export function someCause(err: unknown, test: (e: { code?: unknown; message?: un
   const seen = new Set<unknown>();
   for (let e: unknown = err; e && typeof e === 'object' && !seen.has(e); e = (e as { cause?: unknown }).cause) {
     seen.add(e);
-    if (test(e as { code?: unknown; message?: unknown })) return true;
+    if (test(e)) return true;
   }
   return false;
 }

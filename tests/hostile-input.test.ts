@@ -15,7 +15,7 @@ const INTERNAL = 'internal-token-internal-token-0000';
 let t: TestApp;
 let bearer: string;
 type Op = { method: string; path: string; params: string[]; query: string[]; hasBody: boolean };
-let ops: Op[] = [];
+const ops: Op[] = [];
 
 beforeAll(async () => {
   t = await buildTestApp({

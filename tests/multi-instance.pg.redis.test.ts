@@ -131,7 +131,7 @@ beforeAll(async () => {
       const ready = await waitForHttp(`${i.url}/health/ready`, 60_000);
       expect(ready.status).toBe(200);
     } catch (err) {
-      throw new Error(`instance ${i.name} did not start: ${String(err)}\n${i.proc.output()}`);
+      throw new Error(`instance ${i.name} did not start: ${String(err)}\n${i.proc.output()}`, { cause: err });
     }
   }
   // Markets to work with: the sample venues, ingested by A.

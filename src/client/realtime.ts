@@ -83,11 +83,13 @@ export class Realtime {
     return this.emit('unsubscribe', channel);
   }
 
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the realtime event map types payloads per event; this is the untyped escape hatch
   on(event: string, listener: (payload: any) => void): this {
     this.socket.on(event, listener);
     return this;
   }
 
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see on()
   off(event: string, listener?: (payload: any) => void): this {
     this.socket.off(event, listener);
     return this;

@@ -29,6 +29,7 @@ export function acquireDirLock(dir: string): () => void {
       if (Number.isInteger(owner) && owner !== process.pid && isAlive(owner)) {
         throw new Error(
           `The embedded database ${dir} is in use by process ${owner}. Stop it, or set DATABASE_URL to another pglite:<dir> or to PostgreSQL to run several instances.`,
+          { cause: err },
         );
       }
       try {

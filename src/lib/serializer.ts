@@ -4,8 +4,6 @@ import { serializerCompiler as zodSerializerCompiler } from 'fastify-type-provid
 import type { FastifyReply } from 'fastify';
 import type { FastifySerializerCompiler } from 'fastify/types/schema.js';
 
-type CompilerArgs = Parameters<typeof zodSerializerCompiler>[0];
-
 /**
  * Response serialisation. The Zod serializer re-validates every response
  * through `schema.encode()`, which measured ~2.5× the cost of JSON.stringify
@@ -20,13 +18,13 @@ export const serializerCompiler: FastifySerializerCompiler<z.ZodType> = (args) =
   if (schema instanceof z.ZodType) {
     try {
       const json = z.toJSONSchema(schema, { target: 'draft-7', io: 'output', unrepresentable: 'throw', reused: 'inline' });
-      const stringify = fastJson(json as never);
-      return (data: unknown) => stringify(data);
+      const stringify: (data: unknown) => string = fastJson(json as Parameters<typeof fastJson>[0]);
+      return (data: unknown): string => stringify(data);
     } catch {
       /* fall through */
     }
   }
-  return zodSerializerCompiler(args as unknown as CompilerArgs) as (data: unknown) => string;
+  return zodSerializerCompiler(args) as (data: unknown) => string;
 };
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';

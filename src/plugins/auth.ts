@@ -139,7 +139,7 @@ export const authPlugin = fp(
       if (!hook) return;
       const existing = route.onRequest ? (Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]) : [];
       // First among the route's own hooks: authentication before rate limiting, as before.
-      route.onRequest = [hook as never, ...existing];
+      route.onRequest = [hook, ...existing];
     });
   },
   { name: 'auth', fastify: '5.x', dependencies: ['infra'] },

@@ -201,7 +201,7 @@ export const docsPlugin = fp(
         const route = args.route as { method: string | string[]; config?: { public?: boolean; internal?: boolean; rateLimit?: unknown; handlerRateLimit?: unknown } };
         const cfg = route.config ?? {};
         const method = String(Array.isArray(route.method) ? route.method[0] : route.method).toUpperCase();
-        return { ...out, schema: decorateOperation(out.schema as Record<string, unknown>, cfg, method) } as never;
+        return { ...out, schema: decorateOperation(out.schema as Record<string, unknown>, cfg, method) };
       },
       transformObject: (args) => finishDocument(jsonSchemaTransformObject(args) as Json) as never,
     });

@@ -101,7 +101,7 @@ export const errorsPlugin = fp(
         return sendProblem(reply, problem(err.status, err.code, err.message, err.extra.errors), err.extra.headers);
       }
       if (hasZodFastifySchemaValidationErrors(err)) {
-        const errors = zodErrors(err as never);
+        const errors = zodErrors(err);
         return sendProblem(reply, problem(400, 'VALIDATION_ERROR', 'The request is not valid: ' + errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors));
       }
       const fe = err as FastifyError;

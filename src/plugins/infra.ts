@@ -1,7 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import fp from 'fastify-plugin';
-import fastifyRedis from '@fastify/redis';
 import { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { createDb, type Db, type DbHandle } from '../db/index.js';
@@ -10,7 +9,6 @@ import {
   FallbackSlidingWindow,
   MemorySlidingWindow,
   RedisSlidingWindow,
-  type SlidingWindow,
 } from '../lib/sliding-window.js';
 
 export type PublishFn = (channel: string, event: string, payload: unknown) => void;
@@ -20,7 +18,7 @@ declare module 'fastify' {
     config: Config;
     dbh: DbHandle;
     db: Db;
-    /** Set only when REDIS_URL is configured (the same client @fastify/redis exposes as `redis`). */
+    /** Set only when REDIS_URL is configured. */
     redisClient: Redis | undefined;
     /** true while the Redis connection is usable. */
     redisReady(): boolean;
@@ -98,12 +96,6 @@ export const infraPlugin = fp<InfraOptions>(
       app.addHook('onClose', async () => {
         owned.disconnect();
       });
-    }
-    if (redis && redis.status === 'ready') {
-      await app.register(fastifyRedis, { client: redis, closeClient: false });
-    } else if (redis) {
-      // Started while Redis was down: @fastify/redis would block start-up until it answers.
-      app.decorate('redis', redis as never);
     }
     app.decorate('redisClient', redis);
     const r = redis;

@@ -22,7 +22,7 @@ describe('beta-keys CLI arguments', () => {
   it.each([[[]], [['delete']], [['create', '--count', '0']], [['create', '--count', 'x']], [['create', '--uses', '-1']], [['create', '--bogus']]])(
     'refuses %j',
     (argv) => {
-      expect(() => parseBetaKeysArgs(argv as string[])).toThrow(UsageError);
+      expect(() => parseBetaKeysArgs(argv)).toThrow(UsageError);
     },
   );
 });

@@ -190,7 +190,7 @@ export function loadTable(rows: LoadResult[], baseline: LoadResult): string {
 /** Replaces (or appends) the `## <section>` part of tests/bench/RESULTS.md. */
 export async function writeSection(section: string, markdown: string): Promise<void> {
   const file = join(ROOT, 'tests/bench/RESULTS.md');
-  let text = '';
+  let text: string;
   try {
     text = await readFile(file, 'utf8');
   } catch {

@@ -102,7 +102,7 @@ export default async function run() {
       const j = (typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<{ Plan: Record<string, unknown>; 'Execution Time': number }>;
       const root = j[0].Plan as Record<string, unknown> & { Plans?: Array<Record<string, unknown>> };
       const scan: Record<string, unknown> = root.Plans?.[0] ?? root;
-      return { node: String(scan['Node Type']), index: String(scan['Index Name'] ?? '-'), blocks: Number(scan['Shared Hit Blocks'] ?? 0) + Number(scan['Shared Read Blocks'] ?? 0), ms: j[0]['Execution Time'] };
+      return { node: String(scan['Node Type']), index: typeof scan['Index Name'] === 'string' ? scan['Index Name'] : '-', blocks: Number(scan['Shared Hit Blocks'] ?? 0) + Number(scan['Shared Read Blocks'] ?? 0), ms: j[0]['Execution Time'] };
     };
     const c = JSON.parse(Buffer.from(cursor!.split('.')[0], 'base64url').toString()) as { k: number; w: string };
     const pFirst = await plan('');

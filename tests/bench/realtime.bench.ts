@@ -60,7 +60,7 @@ async function measure(name: string, url: string, publish: (payload: object) => 
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const killer = setTimeout(() => child.kill('SIGKILL'), 200_000);
-  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const expect = async (type: string): Promise<Msg> => {
     for (;;) {
       const { value, done } = await lines.next();
@@ -70,7 +70,7 @@ async function measure(name: string, url: string, publish: (payload: object) => 
       if (msg.type === type) return msg;
     }
   };
-  const send = (msg: object) => child.stdin!.write(`${JSON.stringify(msg)}\n`);
+  const send = (msg: object) => child.stdin.write(`${JSON.stringify(msg)}\n`);
   try {
     const before = await settle();
     const connected = await expect('connected');

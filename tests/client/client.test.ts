@@ -33,7 +33,7 @@ function clientFetch() {
   const ip = `198.51.100.${ipCounter++}`;
   const calls = { refresh: 0 };
   const f: typeof fetch = (input, init) => {
-    const req = new Request(input as Request, init);
+    const req = new Request(input, init);
     if (new URL(req.url).pathname === '/api/v1/auth/refresh') calls.refresh++;
     const headers = new Headers(req.headers);
     headers.set('x-forwarded-for', ip);
@@ -46,7 +46,7 @@ function clientFetch() {
 function withCookieJar(inner: typeof fetch) {
   const jar = new Map<string, { value: string; path: string }>();
   const f: typeof fetch = async (input, init) => {
-    const req = new Request(input as Request, init);
+    const req = new Request(input, init);
     const path = new URL(req.url).pathname;
     const cookie = [...jar].filter(([, c]) => path.startsWith(c.path)).map(([k, c]) => `${k}=${c.value}`).join('; ');
     const headers = new Headers(req.headers);

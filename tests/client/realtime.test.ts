@@ -45,7 +45,7 @@ let ip = 40;
 async function signedInClient() {
   const ipAddr = `203.0.113.${ip++}`;
   const f: typeof fetch = (input, init) => {
-    const req = new Request(input as Request, init);
+    const req = new Request(input, init);
     const headers = new Headers(req.headers);
     headers.set('x-forwarded-for', ipAddr);
     return fetch(new Request(req, { headers }));

@@ -144,7 +144,7 @@ describe('Polymarket Gamma mapping', () => {
 
   it('skips and counts malformed markets, keeping the event', () => {
     const e = gammaEvent();
-    e.markets.push({ ...e.markets[0], id: '2', outcomePrices: '["1.7", "0.1"]' } as never);
+    e.markets.push({ ...e.markets[0], id: '2', outcomePrices: '["1.7", "0.1"]' });
     e.markets.push({ ...e.markets[0], id: '3', outcomes: ['Yes', 'No'] } as never);
     const r = mapGammaEvent(e);
     expect(r.skipped).toBe(2);

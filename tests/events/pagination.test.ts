@@ -50,7 +50,7 @@ describe('venue pagination', () => {
 
   it('API paging with limit 100 covers every group once, in a stable order', async () => {
     const ids: string[] = [];
-    let total = 0;
+    let total: number;
     for (let offset = 0; ; offset += 100) {
       const body = (await t.app.inject({ method: 'GET', url: `/api/v1/events?limit=100&offset=${offset}` })).json();
       total = body.total;

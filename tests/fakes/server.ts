@@ -47,11 +47,11 @@ export async function startFakeServer(): Promise<FakeServer> {
     return params;
   };
 
-  const server: Server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const rawBody = Buffer.concat(chunks).toString('utf8');
-    let body: unknown = undefined;
+    let body: unknown;
     try {
       body = rawBody ? JSON.parse(rawBody) : undefined;
     } catch {
@@ -80,6 +80,9 @@ export async function startFakeServer(): Promise<FakeServer> {
       }
     }
     send(404, { error: 'not found' });
+  };
+  const server: Server = createServer((req, res) => {
+    void handle(req, res);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -84,7 +84,7 @@ export async function buildTestApp(
     keyPrefix,
     async close() {
       await app.close();
-      if (ownsRedis) redis!.disconnect();
+      if (ownsRedis) redis.disconnect();
       if (ownsDb) await db.close();
     },
   };

@@ -23,6 +23,7 @@ export default async function setup({ provide }: { provide: (key: string, value:
       throw new Error(
         `DATABASE_URL is set but PostgreSQL is not reachable at ${new URL(PG_URL).host}: ${(err as Error).message}. ` +
           'Start it (see README) or unset DATABASE_URL to test on the embedded PGlite.',
+        { cause: err },
       );
     }
     // Leftovers of runs that died (their process is gone): drop them. Databases
@@ -58,7 +59,7 @@ export default async function setup({ provide }: { provide: (key: string, value:
       await r.connect();
       await r.ping();
     } catch (err) {
-      throw new Error(`REDIS_URL is set but Redis is not reachable: ${(err as Error).message}. Start it or unset REDIS_URL.`);
+      throw new Error(`REDIS_URL is set but Redis is not reachable: ${(err as Error).message}. Start it or unset REDIS_URL.`, { cause: err });
     } finally {
       r.disconnect();
     }

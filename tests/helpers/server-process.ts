@@ -12,8 +12,8 @@ export function startServer(env: Record<string, string>): ChildProcess & { outpu
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
   return Object.assign(child, { output: () => out });
 }
 

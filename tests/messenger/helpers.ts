@@ -73,7 +73,7 @@ export function expectProblemShape(res: { statusCode: number; body: string; head
   if (res.statusCode !== status) throw new Error(`expected ${status}, got ${res.statusCode}: ${res.body}`);
   const body = res.json();
   if (!String(res.headers['content-type']).startsWith('application/problem+json') || body.code !== code || body.status !== status) {
-    throw new Error(`expected problem ${status} ${code}, got ${res.headers['content-type']} ${JSON.stringify(body)}`);
+    throw new Error(`expected problem ${status} ${code}, got ${String(res.headers['content-type'])} ${JSON.stringify(body)}`);
   }
   return body;
 }

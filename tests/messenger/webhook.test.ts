@@ -49,7 +49,7 @@ beforeEach(() => {
 async function issueCode(user: TestUser) {
   const res = await t.app.inject({ method: 'POST', url: '/api/v1/messenger-bot/link', headers: { authorization: `Bearer ${user.token}` } });
   expect(res.statusCode).toBe(201);
-  return res.json() as { code: string; deepLink: string; expiresAt: string };
+  return res.json<{ code: string; deepLink: string; expiresAt: string }>();
 }
 
 /** Links a fresh user to a fresh Telegram id through the real flow. */

@@ -24,7 +24,7 @@ export async function createMarket(db: Db, opts: { id?: string; title?: string; 
 /** Collects what the app publishes (the realtime plugin's input). */
 export function recordPublishes(app: FastifyInstance) {
   const events: Array<{ channel: string; event: string; payload: any }> = [];
-  const fn = (e: { channel: string; event: string; payload: unknown }) => events.push(e as never);
+  const fn = (e: { channel: string; event: string; payload: unknown }) => events.push(e);
   app.bus.on('publish', fn);
   return { events, stop: () => app.bus.off('publish', fn) };
 }
@@ -34,7 +34,7 @@ export async function eventually<T>(fn: () => Promise<T | undefined | null | fal
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
-    if (v) return v as T;
+    if (v) return v;
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 25));
   }

@@ -31,7 +31,7 @@ function decodeBase58(s: string): Uint8Array | undefined {
 export function normalizeAddress(chain: Chain, address: string): string | undefined {
   if (chain === 'evm') {
     if (!EVM_ADDRESS.test(address)) return undefined;
-    return getAddress(address.toLowerCase() as `0x${string}`);
+    return getAddress(address.toLowerCase());
   }
   const bytes = decodeBase58(address);
   if (!bytes || bytes.length !== 32) return undefined;

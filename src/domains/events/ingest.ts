@@ -184,7 +184,7 @@ export async function syncPrices(deps: IngestDeps): Promise<{ items: number }> {
   const { ok, failures } = await readListings(deps);
   const quotes: PriceQuote[] = [];
   for (const l of ok.values()) quotes.push(...quotesOf(l.groups));
-  let changes: PriceChange[] = [];
+  let changes: PriceChange[];
   try {
     changes = await applyQuotes(deps, quotes);
     await compactHistory(deps);
@@ -490,7 +490,7 @@ export async function syncEvents(deps: IngestDeps): Promise<{ items: number }> {
   }
 
   const { slugs, renames } = assignSlugs(groups, known.map((k) => ({ id: k.id, slug: k.slug })));
-  let changes: PriceChange[] = [];
+  let changes: PriceChange[];
   try {
     changes = await deps.db.transaction(async (tx) => {
       await lockWrites(deps, tx);

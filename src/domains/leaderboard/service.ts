@@ -288,6 +288,6 @@ export async function getTraderProfile(deps: ProfileDeps, address: string, perio
     topPositions: f.topPositions,
     recentTrades: f.recentTrades,
   };
-  await upsertCachedProfile(deps.db, wallet, period, profile as unknown as Record<string, unknown>, now);
+  await upsertCachedProfile(deps.db, wallet, period, profile, now);
   return profile;
 }

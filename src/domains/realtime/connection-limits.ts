@@ -201,7 +201,7 @@ export function createRedisRegistry(limits: ConnectionLimits, opts: RedisRegistr
     const pipeline = opts.redis.pipeline();
     for (const [key, ids] of byKey) {
       for (let i = 0; i < ids.length; i += 1000) {
-        (pipeline as unknown as RedisWithScripts).wsTouch(key, opts.entryTtlMs, ...ids.slice(i, i + 1000));
+        void (pipeline as unknown as RedisWithScripts).wsTouch(key, opts.entryTtlMs, ...ids.slice(i, i + 1000));
       }
     }
     try {

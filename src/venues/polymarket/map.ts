@@ -18,7 +18,7 @@ export function decodeJsonStringArray(value: string): string[] | undefined {
     return undefined;
   }
   if (!Array.isArray(parsed) || !parsed.every((v) => typeof v === 'string')) return undefined;
-  return parsed as string[];
+  return parsed;
 }
 
 const jsonStringArray = z.string().transform((s, ctx) => {

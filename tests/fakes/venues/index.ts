@@ -25,9 +25,9 @@ export function loadSampleData(): { gamma: any[]; kalshi: any[] } {
 
 export async function startFakeVenues(data: { gamma?: any[]; kalshi?: any[] } = {}): Promise<FakeVenues> {
   const [g, k, c] = await Promise.all([startFakeServer(), startFakeServer(), startFakeServer()]);
-  const gamma = Object.assign(g, { state: { events: data.gamma ?? [] } as GammaState });
-  const kalshi = Object.assign(k, { state: { events: data.kalshi ?? [] } as KalshiState });
-  const clob = Object.assign(c, { state: { priceOf: gammaPriceOf(() => gamma.state.events) } as ClobState });
+  const gamma = Object.assign(g, { state: { events: data.gamma ?? [] } });
+  const kalshi = Object.assign(k, { state: { events: data.kalshi ?? [] } });
+  const clob = Object.assign(c, { state: { priceOf: gammaPriceOf(() => gamma.state.events) } });
   serveGamma(gamma, gamma.state);
   serveKalshi(kalshi, kalshi.state);
   serveClob(clob, clob.state);

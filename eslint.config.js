@@ -1,0 +1,67 @@
+// ESLint flat config: typescript-eslint's type-aware recommended rules, with
+// Prettier owning layout (eslint-config-prettier turns the layout rules off).
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import prettier from 'eslint-config-prettier';
+
+export default tseslint.config(
+  { ignores: ['eslint.config.js', 'node_modules/', 'dist/', 'coverage/', '.data/', 'migrations/', 'src/client/schema.ts', 'tests/bench/.tmp/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      // Unused bindings are dead code, except the `_`-prefixed ones that keep a signature.
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      // Fastify route handlers and hooks are async by contract even when they await nothing.
+      '@typescript-eslint/require-await': 'off',
+    },
+  },
+  {
+    // Tests are black-box: they read JSON answers (typed `any` by inject/fetch) and poke at
+    // them. Typing every body would restate the OpenAPI schemas; the assertions are the check.
+    files: ['tests/**/*.ts', 'scripts/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+      '@typescript-eslint/no-explicit-any': 'off',
+    },
+  },
+  {
+    // style.md: imports point down (app.ts → jobs/ → domains/ → venues/, lib/, db/).
+    // A domain never reaches up into the scheduler or the composition root.
+    files: ['src/domains/**/*.ts', 'src/venues/**/*.ts', 'src/lib/**/*.ts', 'src/db/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/jobs/*', '**/jobs'], message: 'Domains never import the scheduler: jobs compose domain functions (docs/architecture in README).' },
+            { group: ['**/app', '**/app.js', '**/server', '**/server.js'], message: 'Domains never import the composition root.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/venues/**/*.ts', 'src/lib/**/*.ts', 'src/db/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/jobs/*', '**/jobs'], message: 'Lower layers never import the scheduler.' },
+            { group: ['**/domains/*', '**/domains/**'], message: 'venues/, lib/ and db/ sit below the domains and never import them.' },
+            { group: ['**/app', '**/app.js', '**/server', '**/server.js'], message: 'Lower layers never import the composition root.' },
+          ],
+        },
+      ],
+    },
+  },
+  prettier,
+);
