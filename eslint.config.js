@@ -5,7 +5,18 @@ import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 
 export default tseslint.config(
-  { ignores: ['eslint.config.js', 'node_modules/', 'dist/', 'coverage/', '.data/', 'migrations/', 'src/client/schema.ts', 'tests/bench/.tmp/'] },
+  {
+    ignores: [
+      'eslint.config.js',
+      'node_modules/',
+      'dist/',
+      'coverage/',
+      '.data/',
+      'migrations/',
+      'src/client/schema.ts',
+      'tests/bench/.tmp/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -41,7 +52,10 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['**/jobs/*', '**/jobs'], message: 'Domains never import the scheduler: jobs compose domain functions (docs/architecture in README).' },
+            {
+              group: ['**/jobs/*', '**/jobs'],
+              message: 'Domains never import the scheduler: jobs compose domain functions (docs/architecture in README).',
+            },
             { group: ['**/app', '**/app.js', '**/server', '**/server.js'], message: 'Domains never import the composition root.' },
           ],
         },

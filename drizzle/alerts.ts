@@ -25,6 +25,8 @@ export const priceAlerts = pgTable(
   (t) => [
     index('price_alerts_user_idx').on(t.userId, t.createdAt),
     // The trigger scans only active alerts of the markets that moved, by threshold.
-    index('price_alerts_active_market_idx').on(t.marketId, t.side, t.condition, t.targetPrice).where(sql`${t.active}`),
+    index('price_alerts_active_market_idx')
+      .on(t.marketId, t.side, t.condition, t.targetPrice)
+      .where(sql`${t.active}`),
   ],
 );

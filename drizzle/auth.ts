@@ -23,7 +23,9 @@ export const refreshTokens = pgTable(
   },
   (t) => [
     index('refresh_tokens_family_idx').on(t.family),
-    index('refresh_tokens_user_active_idx').on(t.userId).where(sql`${t.revokedAt} is null`),
+    index('refresh_tokens_user_active_idx')
+      .on(t.userId)
+      .where(sql`${t.revokedAt} is null`),
     index('refresh_tokens_expires_idx').on(t.expiresAt),
   ],
 );

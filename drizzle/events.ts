@@ -50,7 +50,9 @@ export const markets = pgTable(
   },
   (t) => [
     index('markets_group_volume_idx').on(t.eventGroupId, t.volume.desc()),
-    index('markets_active_idx').on(t.venue).where(sql`${t.status} = 'active'`),
+    index('markets_active_idx')
+      .on(t.venue)
+      .where(sql`${t.status} = 'active'`),
   ],
 );
 

@@ -25,16 +25,16 @@ import {
  * leaderboard entry so every sort key is an indexed column of the board.
  */
 const enrichmentColumns = () => ({
-    roi: doublePrecision('roi').notNull().default(0),
-    winRate: doublePrecision('win_rate').notNull().default(0),
-    wins: integer('wins').notNull().default(0),
-    losses: integer('losses').notNull().default(0),
-    bestTrade: doublePrecision('best_trade').notNull().default(0),
-    sharpeRatio: doublePrecision('sharpe_ratio').notNull().default(0),
-    tradeCount: integer('trade_count').notNull().default(0),
-    avgEntry: doublePrecision('avg_entry').notNull().default(0),
-    avgTrade: doublePrecision('avg_trade').notNull().default(0),
-    sparkline: jsonb('sparkline').$type<number[]>().notNull().default([]),
+  roi: doublePrecision('roi').notNull().default(0),
+  winRate: doublePrecision('win_rate').notNull().default(0),
+  wins: integer('wins').notNull().default(0),
+  losses: integer('losses').notNull().default(0),
+  bestTrade: doublePrecision('best_trade').notNull().default(0),
+  sharpeRatio: doublePrecision('sharpe_ratio').notNull().default(0),
+  tradeCount: integer('trade_count').notNull().default(0),
+  avgEntry: doublePrecision('avg_entry').notNull().default(0),
+  avgTrade: doublePrecision('avg_trade').notNull().default(0),
+  sparkline: jsonb('sparkline').$type<number[]>().notNull().default([]),
 });
 
 export const leaderboardSnapshots = pgTable(

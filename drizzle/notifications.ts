@@ -18,7 +18,9 @@ export const notifications = pgTable(
   },
   (t) => [
     index('notifications_user_created_idx').on(t.userId, t.createdAt.desc(), t.id.desc()),
-    index('notifications_user_unread_idx').on(t.userId).where(sql`${t.read} = false`),
+    index('notifications_user_unread_idx')
+      .on(t.userId)
+      .where(sql`${t.read} = false`),
   ],
 );
 
@@ -58,10 +60,14 @@ export const notificationDeliveries = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    index('notification_deliveries_due_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
+    index('notification_deliveries_due_idx')
+      .on(t.nextAttemptAt)
+      .where(sql`${t.status} = 'pending'`),
     // The in-process kick claims by notification id, and deleting a notification cascades here.
     index('notification_deliveries_notification_idx').on(t.notificationId),
     // The prune of settled rows walks this (delivery.ts pruneSettledDeliveries).
-    index('notification_deliveries_settled_idx').on(t.updatedAt).where(sql`${t.status} <> 'pending'`),
+    index('notification_deliveries_settled_idx')
+      .on(t.updatedAt)
+      .where(sql`${t.status} <> 'pending'`),
   ],
 );

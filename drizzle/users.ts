@@ -21,7 +21,9 @@ export const users = pgTable(
   },
   (t) => [
     uniqueIndex('users_chain_wallet_uq').on(t.chain, t.walletAddress),
-    uniqueIndex('users_idp_uq').on(t.idpIssuer, t.idpSubject).where(sql`${t.idpIssuer} is not null`),
+    uniqueIndex('users_idp_uq')
+      .on(t.idpIssuer, t.idpSubject)
+      .where(sql`${t.idpIssuer} is not null`),
     index('users_created_idx').on(t.createdAt),
   ],
 );

@@ -95,7 +95,10 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     frameworkErrors: (err, request, reply) => {
       reply.header('x-request-id', request.id);
       const tooLong = err.code === 'FST_ERR_MAX_PARAM_LENGTH';
-      void sendProblem(reply, problem(tooLong ? 414 : 400, 'VALIDATION_ERROR', tooLong ? 'A path parameter is too long' : 'The URL is not valid'));
+      void sendProblem(
+        reply,
+        problem(tooLong ? 414 : 400, 'VALIDATION_ERROR', tooLong ? 'A path parameter is too long' : 'The URL is not valid'),
+      );
     },
     routerOptions: { maxParamLength: 500 },
     // Opening the database and migrating (PGlite needs ~4 s of WASM start on a

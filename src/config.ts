@@ -54,7 +54,7 @@ const databaseUrl = z.preprocess(
     .string()
     .default('pglite:./.data/pglite')
     .refine(
-      (v) => v.startsWith('pglite:') ? v.length > 'pglite:'.length : /^postgres(ql)?:\/\/.+/.test(v),
+      (v) => (v.startsWith('pglite:') ? v.length > 'pglite:'.length : /^postgres(ql)?:\/\/.+/.test(v)),
       'must be postgres://…, postgresql://…, pglite:<dir> or pglite:memory',
     ),
 );
@@ -67,8 +67,7 @@ const redisUrl = z.preprocess(
     .optional(),
 );
 
-const secret = (name: string) =>
-  z.preprocess(emptyToUndefined, z.string().min(32, `${name} must be at least 32 characters`).optional());
+const secret = (name: string) => z.preprocess(emptyToUndefined, z.string().min(32, `${name} must be at least 32 characters`).optional());
 
 const EnvSchema = z
   .object({
@@ -88,7 +87,14 @@ const EnvSchema = z
       z
         .string()
         .optional()
-        .transform((v) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : []))
+        .transform((v) =>
+          v
+            ? v
+                .split(',')
+                .map((s) => s.trim())
+                .filter(Boolean)
+            : [],
+        )
         .refine(
           (list) =>
             list.every((o) => {
@@ -133,10 +139,7 @@ const EnvSchema = z
         .optional(),
     ),
     MESSENGER_BOT_USERNAME: optionalString,
-    INTERNAL_API_TOKEN: z.preprocess(
-      emptyToUndefined,
-      z.string().min(16, 'INTERNAL_API_TOKEN must be at least 16 characters').optional(),
-    ),
+    INTERNAL_API_TOKEN: z.preprocess(emptyToUndefined, z.string().min(16, 'INTERNAL_API_TOKEN must be at least 16 characters').optional()),
     SHUTDOWN_TIMEOUT_MS: z.preprocess(
       emptyToUndefined,
       z.coerce.number({ message: 'must be a number' }).int().min(100, 'must be at least 100').default(10_000),

@@ -56,8 +56,7 @@ export class AppError extends Error {
 }
 
 export const notFound = (what = 'Resource') => new AppError(404, 'NOT_FOUND', `${what} not found`);
-export const unauthorized = (detail = 'A valid bearer access token is required') =>
-  new AppError(401, 'UNAUTHORIZED', detail);
+export const unauthorized = (detail = 'A valid bearer access token is required') => new AppError(401, 'UNAUTHORIZED', detail);
 export const unavailable = (detail = 'A required service is unavailable, try again shortly', retryAfter = 5) =>
   new AppError(503, 'UNAVAILABLE', detail, { headers: { 'retry-after': retryAfter } });
 export const validationError = (errors: FieldError[], detail = 'The request is not valid') =>

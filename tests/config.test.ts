@@ -86,7 +86,11 @@ describe('configuration', () => {
     const child = startServer({ PORT: 'not-a-port', JWT_SECRET: 'tiny', DATABASE_URL: 'pglite:memory' });
     const code = await waitForExit(child);
     expect(code).toBe(1);
-    const lines = child.output().trim().split('\n').filter((l) => l.startsWith('Invalid configuration:'));
+    const lines = child
+      .output()
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('Invalid configuration:'));
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^Invalid configuration: PORT: /);
     expect(lines[1]).toMatch(/^Invalid configuration: JWT_SECRET: .*32/);

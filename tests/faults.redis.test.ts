@@ -11,14 +11,21 @@ describe('Redis down and back', () => {
   const warnings: string[] = [];
   beforeAll(async () => {
     redis = await startOwnRedis();
-    const stream = { write: (line: string) => { const o = JSON.parse(line); if (o.level >= 40) warnings.push(o.msg); } };
+    const stream = {
+      write: (line: string) => {
+        const o = JSON.parse(line);
+        if (o.level >= 40) warnings.push(o.msg);
+      },
+    };
     t = await buildTestApp(
       { REDIS_URL: redis.url, TRUST_PROXY: 'true' },
       {
         redis: undefined, // let the app open (and reconnect) its own client
         logger: { level: 'warn', stream } as never,
         extend: (app: FastifyInstance) => {
-          app.get('/api/v1/test/limited', { config: { public: true, rateLimit: { max: 3, timeWindow: 60_000 } } }, async () => ({ ok: true }));
+          app.get('/api/v1/test/limited', { config: { public: true, rateLimit: { max: 3, timeWindow: 60_000 } } }, async () => ({
+            ok: true,
+          }));
         },
       },
     );

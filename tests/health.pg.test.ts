@@ -16,5 +16,4 @@ describe('health against a PostgreSQL server that is down', () => {
     await d.close();
     await down.close();
   });
-
 });

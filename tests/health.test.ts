@@ -22,7 +22,12 @@ describe('health', () => {
   });
 
   it('ready → 503 naming Redis when it is configured but down; the rest keeps serving', async () => {
-    const dead = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const dead = new Redis('redis://127.0.0.1:1', {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     dead.on('error', () => {});
     const d = await buildTestApp({ REDIS_URL: 'redis://127.0.0.1:1' }, { db: t.db, redis: dead });
     const res = await d.app.inject({ method: 'GET', url: '/health/ready' });

@@ -32,9 +32,14 @@ beforeAll(async () => {
     PUSH_API_URL: 'http://127.0.0.1:1',
     MESSENGER_API_URL: 'http://127.0.0.1:1',
   });
-  const [u] = await t.db.db.insert(users).values({ chain: 'evm', walletAddress: '0x000000000000000000000000000000000000dEaD', authMethod: 'wallet' }).returning();
+  const [u] = await t.db.db
+    .insert(users)
+    .values({ chain: 'evm', walletAddress: '0x000000000000000000000000000000000000dEaD', authMethod: 'wallet' })
+    .returning();
   bearer = t.app.signAccessToken({ id: u.id, walletAddress: u.walletAddress, chain: 'evm' });
-  const doc = t.app.swagger() as { paths: Record<string, Record<string, { parameters?: Array<{ in: string; name: string }>; requestBody?: unknown }>> };
+  const doc = t.app.swagger() as {
+    paths: Record<string, Record<string, { parameters?: Array<{ in: string; name: string }>; requestBody?: unknown }>>;
+  };
   for (const [path, item] of Object.entries(doc.paths)) {
     if (path.startsWith('/docs')) continue;
     for (const [method, op] of Object.entries(item)) {
@@ -55,7 +60,27 @@ afterAll(async () => t?.close());
 const hostileString = fc.oneof(
   fc.string({ maxLength: 40 }),
   fc.constant('x'.repeat(10_000)),
-  fc.constantFrom('', ' ', '%', '_', "'; drop table users; --", '../../etc/passwd', '\u0000', '😀', '%00', '__proto__', 'constructor', 'NaN', '-1', '1e309', '0x', 'null', 'true', '[]', '{}'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '%',
+    '_',
+    "'; drop table users; --",
+    '../../etc/passwd',
+    '\u0000',
+    '😀',
+    '%00',
+    '__proto__',
+    'constructor',
+    'NaN',
+    '-1',
+    '1e309',
+    '0x',
+    'null',
+    'true',
+    '[]',
+    '{}',
+  ),
   fc.integer().map(String),
   fc.double().map(String),
 );
@@ -89,7 +114,9 @@ const rawBodies = fc.oneof(
 );
 
 async function rowCounts(): Promise<string> {
-  const tables = await t.db.rows<{ tablename: string }>(sql`select tablename from pg_tables where schemaname = 'public' order by tablename`);
+  const tables = await t.db.rows<{ tablename: string }>(
+    sql`select tablename from pg_tables where schemaname = 'public' order by tablename`,
+  );
   const parts = tables.map((x) => `select '${x.tablename}' as t, count(*)::int as n from "${x.tablename}"`);
   const rows = await t.db.rows<{ t: string; n: number }>(sql.raw(parts.join(' union all ')));
   return JSON.stringify(rows.sort((a, b) => a.t.localeCompare(b.t)));
@@ -104,10 +131,37 @@ describe('hostile input on every route', () => {
     const request = fc.record({
       opIndex: fc.nat(),
       params: fc.array(hostileString, { minLength: 4, maxLength: 4 }),
-      query: fc.dictionary(fc.oneof(fc.constantFrom('limit', 'offset', 'cursor', 'sort', 'period', 'search', 'type', 'read', 'status', 'range', 'markets', 'chain', 'address', '__proto__'), hostileString), hostileString, { maxKeys: 4 }),
+      query: fc.dictionary(
+        fc.oneof(
+          fc.constantFrom(
+            'limit',
+            'offset',
+            'cursor',
+            'sort',
+            'period',
+            'search',
+            'type',
+            'read',
+            'status',
+            'range',
+            'markets',
+            'chain',
+            'address',
+            '__proto__',
+          ),
+          hostileString,
+        ),
+        hostileString,
+        { maxKeys: 4 },
+      ),
       body: rawBodies,
       auth: fc.constantFrom('user', 'internal', 'none', 'garbage'),
-      contentType: fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded'),
+      contentType: fc.constantFrom(
+        'application/json',
+        'application/json; charset=utf-8',
+        'text/plain',
+        'application/x-www-form-urlencoded',
+      ),
     });
     const out = await fc.check(
       fc.asyncProperty(request, async (r) => {
@@ -151,7 +205,7 @@ describe('hostile input on every route', () => {
     // Report the failing request briefly (counterexamples hold 10k-character strings).
     if (out.failed) {
       const err = out.errorInstance as Error | undefined;
-      throw new Error(`after ${out.numRuns} runs: ${(err?.message ?? "property failed").slice(0, 1500)}`);
+      throw new Error(`after ${out.numRuns} runs: ${(err?.message ?? 'property failed').slice(0, 1500)}`);
     }
     expect(out.numRuns).toBeGreaterThan(0);
   }, 300_000);

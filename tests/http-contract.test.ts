@@ -11,7 +11,11 @@ const PREVIOUS = 'previous-secret-previous-secret-previous-0000';
 
 function testRoutes(app: FastifyInstance) {
   const r = app.withTypeProvider<ZodTypeProvider>();
-  r.get('/api/v1/test/me', { schema: { response: { 200: z.object({ id: z.string(), walletAddress: z.string(), chain: z.string() }) } } }, async (req) => req.user);
+  r.get(
+    '/api/v1/test/me',
+    { schema: { response: { 200: z.object({ id: z.string(), walletAddress: z.string(), chain: z.string() }) } } },
+    async (req) => req.user,
+  );
   r.post(
     '/api/v1/test/echo',
     {
@@ -154,16 +158,29 @@ describe('bearer JWT by default', () => {
   it.each([
     ['garbage', 'not.a.jwt'],
     ['wrong key', createSigner({ key: 'z'.repeat(40), algorithm: 'HS256' })({ sub: 'u', walletAddress: 'w', chain: 'evm' })],
-    ['expired', createSigner({ key: SECRET, algorithm: 'HS256', clockTimestamp: Date.now() - 3_600_000, expiresIn: 60_000 })({ sub: 'u', walletAddress: 'w', chain: 'evm' })],
-    ['alg none', `${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${Buffer.from('{"sub":"u","walletAddress":"w","chain":"evm"}').toString('base64url')}.`],
-    ['HS512 with the right key', createSigner({ key: SECRET, algorithm: 'HS512', expiresIn: 60_000 })({ sub: 'u', walletAddress: 'w', chain: 'evm' })],
+    [
+      'expired',
+      createSigner({ key: SECRET, algorithm: 'HS256', clockTimestamp: Date.now() - 3_600_000, expiresIn: 60_000 })({
+        sub: 'u',
+        walletAddress: 'w',
+        chain: 'evm',
+      }),
+    ],
+    [
+      'alg none',
+      `${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${Buffer.from('{"sub":"u","walletAddress":"w","chain":"evm"}').toString('base64url')}.`,
+    ],
+    [
+      'HS512 with the right key',
+      createSigner({ key: SECRET, algorithm: 'HS512', expiresIn: 60_000 })({ sub: 'u', walletAddress: 'w', chain: 'evm' }),
+    ],
     ['claims missing', createSigner({ key: SECRET, algorithm: 'HS256', expiresIn: 60_000 })({ foo: 1 })],
   ])('rejects a %s token with 401', async (_name, token) => {
     const res = await t.app.inject({ method: 'GET', url: '/api/v1/test/me', headers: { authorization: `Bearer ${token}` } });
     expectProblem(res, 401, 'UNAUTHORIZED');
   });
 
-  it('the automatic HEAD route of a bearer GET is guarded too; a public GET\'s HEAD is not', async () => {
+  it("the automatic HEAD route of a bearer GET is guarded too; a public GET's HEAD is not", async () => {
     for (const url of ['/api/v1/notifications', '/api/v1/alerts', '/api/v1/push/preferences']) {
       expect((await t.app.inject({ method: 'HEAD', url })).statusCode).toBe(401);
     }
@@ -197,10 +214,18 @@ describe('headers', () => {
   });
 
   it('CORS allows listed origins with credentials and refuses others', async () => {
-    const ok = await t.app.inject({ method: 'OPTIONS', url: '/api/v1/test/me', headers: { origin: 'https://app.example.com', 'access-control-request-method': 'GET' } });
+    const ok = await t.app.inject({
+      method: 'OPTIONS',
+      url: '/api/v1/test/me',
+      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'GET' },
+    });
     expect(ok.headers['access-control-allow-origin']).toBe('https://app.example.com');
     expect(ok.headers['access-control-allow-credentials']).toBe('true');
-    const bad = await t.app.inject({ method: 'OPTIONS', url: '/api/v1/test/me', headers: { origin: 'https://evil.example.com', 'access-control-request-method': 'GET' } });
+    const bad = await t.app.inject({
+      method: 'OPTIONS',
+      url: '/api/v1/test/me',
+      headers: { origin: 'https://evil.example.com', 'access-control-request-method': 'GET' },
+    });
     expect(bad.headers['access-control-allow-origin']).toBeUndefined();
   });
 });

@@ -59,7 +59,11 @@ describe('internal job endpoints (decisions.md §9)', () => {
     expect(noToken.statusCode).toBe(401);
     expect(noToken.json().code).toBe('UNAUTHORIZED');
     const userJwt = t.app.signAccessToken({ id: 'u', walletAddress: 'w', chain: 'evm' });
-    const wrong = await t.app.inject({ method: 'POST', url: '/api/v1/internal/jobs/ok-job', headers: { authorization: `Bearer ${userJwt}` } });
+    const wrong = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/internal/jobs/ok-job',
+      headers: { authorization: `Bearer ${userJwt}` },
+    });
     expect(wrong.statusCode).toBe(401);
   });
 
@@ -79,7 +83,9 @@ describe('internal job endpoints (decisions.md §9)', () => {
     };
     const a = await buildTestApp({ INTERNAL_API_TOKEN: TOKEN }, { db: t.db, jobs: [slow] });
     const b = await buildTestApp({ INTERNAL_API_TOKEN: TOKEN }, { db: t.db, jobs: [slow] });
-    const results = await Promise.all([a, b, a].map((x) => x.app.inject({ method: 'POST', url: '/api/v1/internal/jobs/slow', headers: auth })));
+    const results = await Promise.all(
+      [a, b, a].map((x) => x.app.inject({ method: 'POST', url: '/api/v1/internal/jobs/slow', headers: auth })),
+    );
     expect(results.map((r) => r.json().ok)).toEqual([true, true, true]);
     expect(maxActive).toBe(1);
     await a.close();
@@ -100,7 +106,10 @@ describe('internal tree without INTERNAL_API_TOKEN', () => {
 describe('schedule', () => {
   it('JOBS=on runs each job once at start and records it', async () => {
     let ran = 0;
-    const d = await buildTestApp({ JOBS: 'on' }, { db: t.db, jobs: [{ name: 'startup', schedule: '0 0 1 1 *', run: async () => ({ items: ++ran }) }] });
+    const d = await buildTestApp(
+      { JOBS: 'on' },
+      { db: t.db, jobs: [{ name: 'startup', schedule: '0 0 1 1 *', run: async () => ({ items: ++ran }) }] },
+    );
     for (let i = 0; i < 50 && ran === 0; i++) await new Promise((r) => setTimeout(r, 50));
     await d.close(); // waits for the run in flight
     expect(ran).toBe(1);

@@ -34,7 +34,9 @@ describe('requestJson', () => {
   it('gives up after its attempts with an UpstreamError carrying the status', async () => {
     fake.reset();
     fake.failNext(5, 500);
-    const err = (await requestJson<unknown>(`${fake.url}/items/1`, { backoffMs: 1, attempts: 2 }).catch((e: unknown) => e)) as UpstreamError;
+    const err = (await requestJson<unknown>(`${fake.url}/items/1`, { backoffMs: 1, attempts: 2 }).catch(
+      (e: unknown) => e,
+    )) as UpstreamError;
     expect(err).toBeInstanceOf(UpstreamError);
     expect(err.status).toBe(500);
     expect(fake.requests).toHaveLength(2);
@@ -61,7 +63,9 @@ describe('requestJson', () => {
 
 describe('UpstreamError', () => {
   it('keeps only the origin of the failed URL, never a credential in its path or query', async () => {
-    const err = (await requestJson<unknown>(`${fake.url}/bot123456:SECRET-token/sendMessage?key=hidden`, { attempts: 1 }).catch((e: unknown) => e)) as UpstreamError;
+    const err = (await requestJson<unknown>(`${fake.url}/bot123456:SECRET-token/sendMessage?key=hidden`, { attempts: 1 }).catch(
+      (e: unknown) => e,
+    )) as UpstreamError;
     expect(err).toBeInstanceOf(UpstreamError);
     expect(err.origin).toBe(fake.url);
     const logged = JSON.stringify({ ...err, message: err.message });

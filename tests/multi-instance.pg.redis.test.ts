@@ -69,7 +69,12 @@ async function stopInstance(i: Instance | undefined) {
   await waitForExit(i.proc, 10_000); // SIGKILL after 10 s
 }
 
-async function call(i: Instance, method: string, path: string, opts: { ip?: string; headers?: Record<string, string>; body?: unknown } = {}) {
+async function call(
+  i: Instance,
+  method: string,
+  path: string,
+  opts: { ip?: string; headers?: Record<string, string>; body?: unknown } = {},
+) {
   const res = await fetch(`${i.url}${path}`, {
     method,
     headers: {
@@ -118,7 +123,9 @@ async function signIn(issuer: Instance, verifier: Instance) {
 
 beforeAll(async () => {
   if (!REDIS_URL) {
-    throw new Error('tests/multi-instance.pg.test.ts needs REDIS_URL (the instances share rate limits, nonces and Socket.IO through Redis)');
+    throw new Error(
+      'tests/multi-instance.pg.test.ts needs REDIS_URL (the instances share rate limits, nonces and Socket.IO through Redis)',
+    );
   }
   venues = await startFakeVenues(loadSampleData());
   const db = await createTestDb();
@@ -206,17 +213,34 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     const successor = rotated.json.refreshToken as string;
     expect(successor).not.toBe(s.refreshToken);
 
-    expectProblem(await call(B, 'POST', '/api/v1/auth/refresh', { ip: freshIp(), body: { refreshToken: s.refreshToken } }), 401, 'REFRESH_TOKEN_REUSED');
+    expectProblem(
+      await call(B, 'POST', '/api/v1/auth/refresh', { ip: freshIp(), body: { refreshToken: s.refreshToken } }),
+      401,
+      'REFRESH_TOKEN_REUSED',
+    );
     // The successor, held by whoever rotated first, is dead on both instances.
-    expectProblem(await call(A, 'POST', '/api/v1/auth/refresh', { ip: freshIp(), body: { refreshToken: successor } }), 401, 'INVALID_REFRESH_TOKEN');
-    expectProblem(await call(B, 'POST', '/api/v1/auth/refresh', { ip: freshIp(), body: { refreshToken: successor } }), 401, 'INVALID_REFRESH_TOKEN');
+    expectProblem(
+      await call(A, 'POST', '/api/v1/auth/refresh', { ip: freshIp(), body: { refreshToken: successor } }),
+      401,
+      'INVALID_REFRESH_TOKEN',
+    );
+    expectProblem(
+      await call(B, 'POST', '/api/v1/auth/refresh', { ip: freshIp(), body: { refreshToken: successor } }),
+      401,
+      'INVALID_REFRESH_TOKEN',
+    );
     const [{ n }] = await sql`select count(*)::int as n from refresh_tokens where user_id = ${s.userId} and revoked_at is null`;
     expect(Number(n)).toBe(0);
   });
 
   it('runs a job on one instance at a time: concurrent run-now on A and B both succeed, never overlapping', async () => {
     const before = await sql`select id from job_runs where name = 'events-sync'`;
-    const results = await Promise.all([runJob(A, 'events-sync'), runJob(B, 'events-sync'), runJob(A, 'events-sync'), runJob(B, 'events-sync')]);
+    const results = await Promise.all([
+      runJob(A, 'events-sync'),
+      runJob(B, 'events-sync'),
+      runJob(A, 'events-sync'),
+      runJob(B, 'events-sync'),
+    ]);
     for (const r of results) {
       expect(r.status, r.text).toBe(200);
       expect(r.json).toMatchObject({ name: 'events-sync', ok: true });
@@ -237,9 +261,13 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     expect(s.res.status, s.res.text).toBe(201);
     const auth = { authorization: `Bearer ${s.accessToken}` };
     const market = 'pm-702101';
-    const before = (await call(B, 'GET', '/api/v1/events/nba-champion-2027')).json.markets.find((m: any) => m.id === market).yesPrice as number;
+    const before = (await call(B, 'GET', '/api/v1/events/nba-champion-2027')).json.markets.find((m: any) => m.id === market)
+      .yesPrice as number;
     const target = Math.round((before + 0.1) * 100) / 100;
-    const alert = await call(B, 'POST', '/api/v1/alerts', { headers: auth, body: { marketId: market, targetPrice: target, condition: 'above', side: 'yes' } });
+    const alert = await call(B, 'POST', '/api/v1/alerts', {
+      headers: auth,
+      body: { marketId: market, targetPrice: target, condition: 'above', side: 'yes' },
+    });
     expect(alert.status, alert.text).toBe(201);
 
     const crossed = Math.round((target + 0.05) * 100) / 100;

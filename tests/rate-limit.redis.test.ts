@@ -39,7 +39,8 @@ describe('rate limits across instances', () => {
     const b = await buildTestApp({ TRUST_PROXY: 'true' }, { db, keyPrefix, extend: routes });
     const h = { 'x-forwarded-for': '198.51.100.1' };
     const codes: number[] = [];
-    for (const app of [a, b, a, b]) codes.push((await app.app.inject({ method: 'GET', url: '/api/v1/test/limited', headers: h })).statusCode);
+    for (const app of [a, b, a, b])
+      codes.push((await app.app.inject({ method: 'GET', url: '/api/v1/test/limited', headers: h })).statusCode);
     expect(codes).toEqual([200, 200, 200, 429]);
     await a.close();
     await b.close();

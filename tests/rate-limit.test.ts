@@ -41,7 +41,12 @@ describe('in-process sliding window', () => {
 
 describe('fallback when Redis is unreachable', () => {
   it('limits in process and recovers', async () => {
-    const dead = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const dead = new Redis('redis://127.0.0.1:1', {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     dead.on('error', () => {});
     const warnings: string[] = [];
     const log = { warn: (_o: unknown, m: string) => warnings.push(m), info: () => {} } as never;
@@ -88,5 +93,4 @@ describe('rate-limited routes', () => {
     const otherRoute = await t.app.inject({ method: 'GET', url: '/api/v1/test/other', headers: { 'x-forwarded-for': '203.0.113.7' } });
     expect(otherRoute.statusCode).toBe(200);
   });
-
 });

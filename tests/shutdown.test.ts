@@ -8,15 +8,18 @@ describe('graceful shutdown', () => {
     const gate = new Promise<void>((r) => (release = r));
     let entered!: () => void;
     const inHandler = new Promise<void>((r) => (entered = r));
-    const t = await buildTestApp({}, {
-      extend: (app) => {
-        app.get('/api/v1/test/slow', { config: { public: true } }, async () => {
-          entered();
-          await gate;
-          return { done: true };
-        });
+    const t = await buildTestApp(
+      {},
+      {
+        extend: (app) => {
+          app.get('/api/v1/test/slow', { config: { public: true } }, async () => {
+            entered();
+            await gate;
+            return { done: true };
+          });
+        },
       },
-    });
+    );
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = t.app.server.address() as { port: number };
     const inflight = fetch(`http://127.0.0.1:${port}/api/v1/test/slow`);

@@ -26,7 +26,12 @@ function positiveInt(name: string, raw: string | undefined, def: number, max: nu
 export function parseBetaKeysArgs(argv: string[]): { count: number; uses: number } {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { count: { type: 'string' }, uses: { type: 'string' } } });
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: { count: { type: 'string' }, uses: { type: 'string' } },
+    });
   } catch (err) {
     throw new UsageError((err as Error).message);
   }

@@ -29,12 +29,16 @@ export function createApiClient(opts: SessionOptions) {
 }
 
 /** Returns `data` of an openapi-fetch result, or throws the problem+json answer as an ApiError. */
-export async function unwrap<T>(
-  call: Promise<{ data?: T; error?: unknown; response: Response }>,
-): Promise<T> {
+export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
   const { data, error, response } = await call;
   if (response.ok) return data as T;
   const e = (error ?? {}) as { code?: string; detail?: string; errors?: ApiError['errors'] };
   const retry = Number(response.headers.get('retry-after'));
-  throw new ApiError(response.status, e.code ?? 'HTTP_ERROR', e.detail, e.errors ?? [], Number.isFinite(retry) && retry > 0 ? retry : undefined);
+  throw new ApiError(
+    response.status,
+    e.code ?? 'HTTP_ERROR',
+    e.detail,
+    e.errors ?? [],
+    Number.isFinite(retry) && retry > 0 ? retry : undefined,
+  );
 }

@@ -23,7 +23,11 @@ export interface DbHandle {
    * Runs fn while holding the session-level PostgreSQL advisory lock `key`.
    * `wait: false` returns { acquired: false } at once when another session holds it.
    */
-  withAdvisoryLock<T>(key: bigint, fn: () => Promise<T>, opts?: { wait?: boolean; timeoutMs?: number }): Promise<{ acquired: true; value: T } | { acquired: false }>;
+  withAdvisoryLock<T>(
+    key: bigint,
+    fn: () => Promise<T>,
+    opts?: { wait?: boolean; timeoutMs?: number },
+  ): Promise<{ acquired: true; value: T } | { acquired: false }>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -170,4 +174,3 @@ export function lockKey(name: string): bigint {
   }
   return h & 0x7fffffffffffffffn;
 }
-

@@ -67,7 +67,14 @@ export const jobsPlugin = fp<JobsOptions>(
             log.info({ items, ms: Date.now() - started.getTime() }, 'job finished');
           } catch (err) {
             const message = err instanceof Error ? err.message : String(err);
-            outcome = { name: def.name, ok: false, startedAt: started.toISOString(), finishedAt: app.clock().toISOString(), items: 0, error: message.slice(0, 500) };
+            outcome = {
+              name: def.name,
+              ok: false,
+              startedAt: started.toISOString(),
+              finishedAt: app.clock().toISOString(),
+              items: 0,
+              error: message.slice(0, 500),
+            };
             log.error({ err }, 'job failed');
           }
           await app.db

@@ -24,7 +24,8 @@ export const jobRoutes: FastifyPluginAsyncZod = async (app) => {
         operationId: 'runJob',
         tags: ['internal'],
         summary: 'Run a background job now and return its outcome',
-        description: 'Answers 200 whether the job succeeded or not (`ok: false` and `error` when it failed). Waits while another instance runs the same job.',
+        description:
+          'Answers 200 whether the job succeeded or not (`ok: false` and `error` when it failed). Waits while another instance runs the same job.',
         params: z.object({ name: z.string().min(1).max(64) }),
         response: { 200: JobOutcomeSchema, ...problemResponses(401, 404) },
       },

@@ -146,7 +146,14 @@ export type GuardedOp = { kind: 'set'; key: string; value: string; px: number } 
 
 type RedisWithScripts = Redis & {
   slidingHit(key: string, windowMs: number, max: number, member: string): Promise<[number, number]>;
-  slidingHitThen(key: string, guarded: string, windowMs: number, max: number, member: string, ...op: string[]): Promise<[number, number, string | null]>;
+  slidingHitThen(
+    key: string,
+    guarded: string,
+    windowMs: number,
+    max: number,
+    member: string,
+    ...op: string[]
+  ): Promise<[number, number, string | null]>;
   slidingPeek(key: string, windowMs: number): Promise<number>;
 };
 

@@ -24,9 +24,18 @@ const DESCRIPTION = `Backend of the prediction-market trading platform.
 
 const PROBLEM_REF = { $ref: '#/components/schemas/Problem' };
 const RATE_LIMIT_HEADERS = {
-  'RateLimit-Limit': { description: 'Requests allowed in the window', schema: { type: 'integer', format: 'int32', minimum: 1, maximum: 1_000_000 } },
-  'RateLimit-Remaining': { description: 'Requests left in the window', schema: { type: 'integer', format: 'int32', minimum: 0, maximum: 1_000_000 } },
-  'RateLimit-Reset': { description: 'Seconds until a request is allowed again', schema: { type: 'integer', format: 'int32', minimum: 0, maximum: 86_400 } },
+  'RateLimit-Limit': {
+    description: 'Requests allowed in the window',
+    schema: { type: 'integer', format: 'int32', minimum: 1, maximum: 1_000_000 },
+  },
+  'RateLimit-Remaining': {
+    description: 'Requests left in the window',
+    schema: { type: 'integer', format: 'int32', minimum: 0, maximum: 1_000_000 },
+  },
+  'RateLimit-Reset': {
+    description: 'Seconds until a request is allowed again',
+    schema: { type: 'integer', format: 'int32', minimum: 0, maximum: 86_400 },
+  },
 };
 const RETRY_AFTER_HEADER = {
   'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer', format: 'int32', minimum: 1, maximum: 86_400 } },
@@ -72,7 +81,11 @@ function decorateOperation(
       };
     } else if (limited && code < 300 && body && !('content' in body)) {
       const { description, ...rest } = body;
-      next[status] = { description: (description as string | undefined) ?? 'OK', headers: RATE_LIMIT_HEADERS, content: { 'application/json': { schema: rest } } };
+      next[status] = {
+        description: (description as string | undefined) ?? 'OK',
+        headers: RATE_LIMIT_HEADERS,
+        content: { 'application/json': { schema: rest } },
+      };
     } else next[status] = body;
   }
   const hasInput = Boolean(schema.body || schema.querystring || schema.params) || BODY_METHODS.has(method);
@@ -157,7 +170,13 @@ export const docsPlugin = fp(
         openapi: '3.1.0',
         info: { title: 'Prediction-market trading platform API', version: '1.0.0', description: DESCRIPTION },
         // Every environment (local, staging, production) serves its own copy of this document, so the one server is "here".
-        servers: [{ url: '/', description: 'This deployment: local, staging or production, whichever serves this document', 'x-internal': false } as never],
+        servers: [
+          {
+            url: '/',
+            description: 'This deployment: local, staging or production, whichever serves this document',
+            'x-internal': false,
+          } as never,
+        ],
         components: {
           securitySchemes: {
             bearerAuth: {
@@ -198,7 +217,10 @@ export const docsPlugin = fp(
       },
       transform: (args) => {
         const out = jsonSchemaTransform(args);
-        const route = args.route as { method: string | string[]; config?: { public?: boolean; internal?: boolean; rateLimit?: unknown; handlerRateLimit?: unknown } };
+        const route = args.route as {
+          method: string | string[];
+          config?: { public?: boolean; internal?: boolean; rateLimit?: unknown; handlerRateLimit?: unknown };
+        };
         const cfg = route.config ?? {};
         const method = String(Array.isArray(route.method) ? route.method[0] : route.method).toUpperCase();
         return { ...out, schema: decorateOperation(out.schema as Record<string, unknown>, cfg, method) };

@@ -8,7 +8,11 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 export function sendProblem(reply: FastifyReply, body: Problem, headers: Record<string, string | number> = {}) {
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
   // Sent as a string: route response schemas must not reshape an error body.
-  return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).serializer((p: unknown) => JSON.stringify(p)).send(body);
+  return reply
+    .code(body.status)
+    .type(PROBLEM_CONTENT_TYPE)
+    .serializer((p: unknown) => JSON.stringify(p))
+    .send(body);
 }
 
 const CONNECTION_ERROR_CODES = new Set([
@@ -54,7 +58,10 @@ function hasNul(value: unknown, depth = 0): boolean {
   return false;
 }
 
-function zodErrors(err: { validation: Array<{ instancePath?: string; message?: string; params?: unknown }>; validationContext?: string }): FieldError[] {
+function zodErrors(err: {
+  validation: Array<{ instancePath?: string; message?: string; params?: unknown }>;
+  validationContext?: string;
+}): FieldError[] {
   return err.validation.map((v) => {
     const path = (v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
     return { path: path || err.validationContext || 'body', message: v.message ?? 'Invalid value' };
@@ -81,7 +88,20 @@ function fastifyClientError(err: FastifyError): { status: number; code: string; 
   }
   const s = err.statusCode;
   if (typeof s === 'number' && s >= 400 && s < 500) {
-    const code = s === 404 ? 'NOT_FOUND' : s === 405 ? 'METHOD_NOT_ALLOWED' : s === 413 ? 'PAYLOAD_TOO_LARGE' : s === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : s === 429 ? 'RATE_LIMITED' : s === 401 ? 'UNAUTHORIZED' : 'VALIDATION_ERROR';
+    const code =
+      s === 404
+        ? 'NOT_FOUND'
+        : s === 405
+          ? 'METHOD_NOT_ALLOWED'
+          : s === 413
+            ? 'PAYLOAD_TOO_LARGE'
+            : s === 415
+              ? 'UNSUPPORTED_MEDIA_TYPE'
+              : s === 429
+                ? 'RATE_LIMITED'
+                : s === 401
+                  ? 'UNAUTHORIZED'
+                  : 'VALIDATION_ERROR';
     return { status: s, code, detail: s === 400 ? 'The request is not valid' : err.message };
   }
   return undefined;
@@ -102,7 +122,10 @@ export const errorsPlugin = fp(
       }
       if (hasZodFastifySchemaValidationErrors(err)) {
         const errors = zodErrors(err);
-        return sendProblem(reply, problem(400, 'VALIDATION_ERROR', 'The request is not valid: ' + errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors));
+        return sendProblem(
+          reply,
+          problem(400, 'VALIDATION_ERROR', 'The request is not valid: ' + errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors),
+        );
       }
       const fe = err as FastifyError;
       if (fe.validation) {
@@ -121,7 +144,9 @@ export const errorsPlugin = fp(
       }
       if (isUnavailableError(err)) {
         request.log.warn({ err }, 'dependency unavailable');
-        return sendProblem(reply, problem(503, 'UNAVAILABLE', 'A required service is unavailable, try again shortly'), { 'retry-after': 5 });
+        return sendProblem(reply, problem(503, 'UNAVAILABLE', 'A required service is unavailable, try again shortly'), {
+          'retry-after': 5,
+        });
       }
       request.log.error({ err }, 'unhandled error');
       return sendProblem(reply, problem(500, 'INTERNAL_ERROR', 'An unexpected error occurred'));
@@ -132,7 +157,12 @@ export const errorsPlugin = fp(
       const part = hasNul(request.params) ? 'params' : hasNul(request.query) ? 'querystring' : hasNul(request.body) ? 'body' : undefined;
       if (part === undefined) return done();
       // A reply sent from a hook ends the request; done() is not called then.
-      void sendProblem(reply, problem(400, 'VALIDATION_ERROR', 'The request contains a NUL character', [{ path: part, message: 'must not contain NUL (\\u0000) characters' }]));
+      void sendProblem(
+        reply,
+        problem(400, 'VALIDATION_ERROR', 'The request contains a NUL character', [
+          { path: part, message: 'must not contain NUL (\\u0000) characters' },
+        ]),
+      );
     });
 
     app.setNotFoundHandler((request, reply) =>

@@ -5,11 +5,7 @@ import { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { createDb, type Db, type DbHandle } from '../db/index.js';
 import { runMigrations } from '../db/migrate.js';
-import {
-  FallbackSlidingWindow,
-  MemorySlidingWindow,
-  RedisSlidingWindow,
-} from '../lib/sliding-window.js';
+import { FallbackSlidingWindow, MemorySlidingWindow, RedisSlidingWindow } from '../lib/sliding-window.js';
 
 export type PublishFn = (channel: string, event: string, payload: unknown) => void;
 

@@ -21,10 +21,13 @@ const runHooks = async (app: TestApp['app'], changes: PriceChange[]) => {
   for (const hook of app.jobs.hooks.onPricesChanged) await hook(app.jobs.deps(), changes);
 };
 const alertNotifications = (userId: string) =>
-  t.app.db.select().from(notifications).where(and(eq(notifications.userId, userId), eq(notifications.type, 'price_alert_triggered')));
+  t.app.db
+    .select()
+    .from(notifications)
+    .where(and(eq(notifications.userId, userId), eq(notifications.type, 'price_alert_triggered')));
 
 describe('alert CRUD', () => {
-  it('POST → 201 PriceAlert with marketTitle and active; GET lists only the caller\'s', async () => {
+  it("POST → 201 PriceAlert with marketTitle and active; GET lists only the caller's", async () => {
     const u = await createUser(t.app);
     const other = await createUser(t.app);
     const m = await createMarket(t.app.db, { title: 'Will it rain?' });
@@ -82,7 +85,15 @@ describe('alert CRUD', () => {
     expect(res.json()).toEqual({ ...a, targetPrice: 0.3 });
     const res2 = await api('PUT', `/${a.id}`, u.auth, { condition: 'above', side: 'no', active: false });
     expect(res2.json()).toEqual({ ...a, targetPrice: 0.3, condition: 'above', side: 'no', active: false });
-    for (const bad of [{}, { targetPrice: 1 }, { targetPrice: 0 }, { condition: 'x' }, { side: 'x' }, { active: 'yes' }, { marketId: m.id }]) {
+    for (const bad of [
+      {},
+      { targetPrice: 1 },
+      { targetPrice: 0 },
+      { condition: 'x' },
+      { side: 'x' },
+      { active: 'yes' },
+      { marketId: m.id },
+    ]) {
       expectProblemShape(await api('PUT', `/${a.id}`, u.auth, bad), 400, 'VALIDATION_ERROR');
     }
   });
@@ -109,10 +120,16 @@ describe('100 active alerts per user', () => {
   it('the 101st is 409 ALERT_LIMIT; deactivated ones do not count; reactivating does', async () => {
     const u = await createUser(t.app);
     const m = await createMarket(t.app.db);
-    await t.app.db.insert(priceAlerts).values(Array.from({ length: 99 }, () => ({ userId: u.id, marketId: m.id, targetPrice: 0.5, condition: 'above', side: 'yes' })));
+    await t.app.db
+      .insert(priceAlerts)
+      .values(Array.from({ length: 99 }, () => ({ userId: u.id, marketId: m.id, targetPrice: 0.5, condition: 'above', side: 'yes' })));
     const hundredth = await api('POST', '', u.auth, { marketId: m.id, targetPrice: 0.5, condition: 'above', side: 'yes' });
     expect(hundredth.statusCode).toBe(201);
-    expectProblemShape(await api('POST', '', u.auth, { marketId: m.id, targetPrice: 0.5, condition: 'above', side: 'yes' }), 409, 'ALERT_LIMIT');
+    expectProblemShape(
+      await api('POST', '', u.auth, { marketId: m.id, targetPrice: 0.5, condition: 'above', side: 'yes' }),
+      409,
+      'ALERT_LIMIT',
+    );
 
     expect((await api('PUT', `/${hundredth.json().id}`, u.auth, { active: false })).statusCode).toBe(200);
     const replacement = await api('POST', '', u.auth, { marketId: m.id, targetPrice: 0.6, condition: 'above', side: 'yes' });
@@ -128,19 +145,24 @@ describe('100 active alerts per user', () => {
   it('holds under concurrent creates', async () => {
     const u = await createUser(t.app);
     const m = await createMarket(t.app.db);
-    await t.app.db.insert(priceAlerts).values(Array.from({ length: 95 }, () => ({ userId: u.id, marketId: m.id, targetPrice: 0.5, condition: 'above', side: 'yes' })));
+    await t.app.db
+      .insert(priceAlerts)
+      .values(Array.from({ length: 95 }, () => ({ userId: u.id, marketId: m.id, targetPrice: 0.5, condition: 'above', side: 'yes' })));
     const results = await Promise.all(
       Array.from({ length: 12 }, () => api('POST', '', u.auth, { marketId: m.id, targetPrice: 0.5, condition: 'below', side: 'no' })),
     );
     expect(results.filter((r) => r.statusCode === 201)).toHaveLength(5);
     expect(results.filter((r) => r.statusCode === 409)).toHaveLength(7);
-    const [{ n }] = await t.app.db.select({ n: sql<number>`count(*)::int` }).from(priceAlerts).where(and(eq(priceAlerts.userId, u.id), eq(priceAlerts.active, true)));
+    const [{ n }] = await t.app.db
+      .select({ n: sql<number>`count(*)::int` })
+      .from(priceAlerts)
+      .where(and(eq(priceAlerts.userId, u.id), eq(priceAlerts.active, true)));
     expect(Number(n)).toBe(100);
   });
 });
 
 describe('the price-alert trigger', () => {
-  it('above/below × yes/no fire when the side\'s price crosses (inclusive) and not otherwise', async () => {
+  it("above/below × yes/no fire when the side's price crosses (inclusive) and not otherwise", async () => {
     const u = await createUser(t.app);
     const m = await createMarket(t.app.db, { title: 'Fed cuts in March?' });
     const mk = async (targetPrice: number, condition: string, side: string) =>
@@ -245,7 +267,12 @@ describe('the price-alert trigger', () => {
     const rows = await t.app.db
       .select({ alertId: sql<string>`${notifications.data}->>'alertId'` })
       .from(notifications)
-      .where(sql`${notifications.type} = 'price_alert_triggered' and ${notifications.data}->>'alertId' in (${sql.join(expected.map((id) => sql`${id}`), sql`, `)})`);
+      .where(
+        sql`${notifications.type} = 'price_alert_triggered' and ${notifications.data}->>'alertId' in (${sql.join(
+          expected.map((id) => sql`${id}`),
+          sql`, `,
+        )})`,
+      );
     expect(rows).toHaveLength(expected.length);
     expect(new Set(rows.map((r) => r.alertId)).size).toBe(expected.length);
   });

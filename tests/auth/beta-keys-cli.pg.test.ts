@@ -20,11 +20,15 @@ afterAll(async () => {
 
 describe('npm run beta-keys -- create (a real process on the same database)', () => {
   it('prints one key per line; each is redeemable its number of uses', async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/beta-keys.ts', 'create', '--count', '3', '--uses', '2'], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: db.url, LOG_LEVEL: 'silent' },
-      timeout: 60_000,
-    });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/beta-keys.ts', 'create', '--count', '3', '--uses', '2'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, DATABASE_URL: db.url, LOG_LEVEL: 'silent' },
+        timeout: 60_000,
+      },
+    );
     const keys = stdout.trim().split('\n');
     expect(keys).toHaveLength(3);
     for (const key of keys) {

@@ -19,12 +19,16 @@ describe('beta-keys CLI arguments', () => {
     expect(parseBetaKeysArgs(['create'])).toEqual({ count: 1, uses: 1 });
   });
 
-  it.each([[[]], [['delete']], [['create', '--count', '0']], [['create', '--count', 'x']], [['create', '--uses', '-1']], [['create', '--bogus']]])(
-    'refuses %j',
-    (argv) => {
-      expect(() => parseBetaKeysArgs(argv)).toThrow(UsageError);
-    },
-  );
+  it.each([
+    [[]],
+    [['delete']],
+    [['create', '--count', '0']],
+    [['create', '--count', 'x']],
+    [['create', '--uses', '-1']],
+    [['create', '--bogus']],
+  ])('refuses %j', (argv) => {
+    expect(() => parseBetaKeysArgs(argv)).toThrow(UsageError);
+  });
 });
 
 describe('POST /api/v1/auth/activate-key', () => {

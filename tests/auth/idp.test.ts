@@ -68,14 +68,24 @@ describe('POST /api/v1/auth/idp with JWKS', () => {
     const res = await postIdp(jwksApp, await token('user-1'));
     expect(res.statusCode, res.body).toBe(201);
     const body = res.json();
-    expect(body.user).toEqual({ id: expect.any(String), walletAddress: expectedAddress(ISSUER, 'user-1'), chain: 'evm', username: null, avatarUrl: null });
+    expect(body.user).toEqual({
+      id: expect.any(String),
+      walletAddress: expectedAddress(ISSUER, 'user-1'),
+      chain: 'evm',
+      username: null,
+      avatarUrl: null,
+    });
     expect(jwksApp.app.verifyAccessToken(body.accessToken).id).toBe(body.user.id);
     const c = parseSetCookies(res);
     expect(Object.keys(c).sort()).toEqual(['beta_access', 'logged_in', 'refresh_token']);
     const rows = await jwksApp.db.rows(sql`select auth_method, idp_issuer, idp_subject from users where id = ${body.user.id}`);
     expect(rows).toEqual([{ auth_method: 'idp', idp_issuer: ISSUER, idp_subject: 'user-1' }]);
     // The session is a normal one: it refreshes.
-    const refreshed = await jwksApp.app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refreshToken: c.refresh_token.value } });
+    const refreshed = await jwksApp.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/refresh',
+      payload: { refreshToken: c.refresh_token.value },
+    });
     expect(refreshed.statusCode).toBe(200);
   });
 
@@ -91,13 +101,26 @@ describe('POST /api/v1/auth/idp with JWKS', () => {
     const wallet = await signIn(jwksApp.app, evmWallet());
     const idp = await postIdp(jwksApp, await token('user-4'));
     expect(idp.json().user.id).not.toBe(wallet.json().user.id);
-    const rows = await jwksApp.db.rows<{ auth_method: string }>(sql`select auth_method from users where id in (${wallet.json().user.id}, ${idp.json().user.id}) order by auth_method`);
+    const rows = await jwksApp.db.rows<{ auth_method: string }>(
+      sql`select auth_method from users where id in (${wallet.json().user.id}, ${idp.json().user.id}) order by auth_method`,
+    );
     expect(rows.map((r) => r.auth_method)).toEqual(['idp', 'wallet']);
   });
 
   it('rejects wrong issuer, wrong audience, expired, foreign-key, HS256 and garbage tokens with 401 INVALID_IDP_TOKEN', async () => {
-    const hs = await new SignJWT({}).setProtectedHeader({ alg: 'HS256', kid: 'k1' }).setSubject('x').setIssuer(ISSUER).setAudience(AUDIENCE).setExpirationTime('5m').sign(new TextEncoder().encode('shared-secret-shared-secret-shared-secret'));
-    const noExp = await new SignJWT({}).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setSubject('x').setIssuer(ISSUER).setAudience(AUDIENCE).sign(key);
+    const hs = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256', kid: 'k1' })
+      .setSubject('x')
+      .setIssuer(ISSUER)
+      .setAudience(AUDIENCE)
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode('shared-secret-shared-secret-shared-secret'));
+    const noExp = await new SignJWT({})
+      .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+      .setSubject('x')
+      .setIssuer(ISSUER)
+      .setAudience(AUDIENCE)
+      .sign(key);
     const bad = [
       await token('x', { iss: 'https://evil.example.com/' }),
       await token('x', { aud: 'someone-else' }),
@@ -112,7 +135,10 @@ describe('POST /api/v1/auth/idp with JWKS', () => {
   });
 
   it('answers 503 UNAVAILABLE when the JWKS endpoint is down', async () => {
-    const cold = await buildTestApp({ IDP_JWKS_URL: `${fake.url}/.well-known/jwks.json`, IDP_ISSUER: ISSUER, IDP_AUDIENCE: AUDIENCE }, { db: jwksApp.db });
+    const cold = await buildTestApp(
+      { IDP_JWKS_URL: `${fake.url}/.well-known/jwks.json`, IDP_ISSUER: ISSUER, IDP_AUDIENCE: AUDIENCE },
+      { db: jwksApp.db },
+    );
     fake.down(true);
     try {
       const res = await postIdp(cold, await token('user-5'));

@@ -50,8 +50,26 @@ describe('nonces shared through Redis', () => {
     const ip = nextIp();
     for (let i = 0; i < 20; i++) {
       const app = i % 2 ? a.app : b.app;
-      expect((await app.inject({ method: 'GET', url: '/api/v1/auth/wallet/nonce', query: { chain: 'solana', address: w.address }, remoteAddress: ip })).statusCode).toBe(200);
+      expect(
+        (
+          await app.inject({
+            method: 'GET',
+            url: '/api/v1/auth/wallet/nonce',
+            query: { chain: 'solana', address: w.address },
+            remoteAddress: ip,
+          })
+        ).statusCode,
+      ).toBe(200);
     }
-    expectProblem(await a.app.inject({ method: 'GET', url: '/api/v1/auth/wallet/nonce', query: { chain: 'solana', address: w.address }, remoteAddress: ip }), 429, 'RATE_LIMITED');
+    expectProblem(
+      await a.app.inject({
+        method: 'GET',
+        url: '/api/v1/auth/wallet/nonce',
+        query: { chain: 'solana', address: w.address },
+        remoteAddress: ip,
+      }),
+      429,
+      'RATE_LIMITED',
+    );
   });
 });

@@ -29,7 +29,12 @@ describe('seed §8 limits on the auth routes (sliding window, per IP unless said
   it('POST /auth/wallet: 10 a minute per IP, failed attempts included', async () => {
     const ip = nextIp();
     const post = (remoteAddress: string) =>
-      t.app.inject({ method: 'POST', url: '/api/v1/auth/wallet', payload: { address: 'x', chain: 'solana', signature: 'x', nonce: 'x' }, remoteAddress });
+      t.app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/wallet',
+        payload: { address: 'x', chain: 'solana', signature: 'x', nonce: 'x' },
+        remoteAddress,
+      });
     for (let i = 0; i < 10; i++) expect((await post(ip)).statusCode).toBe(400);
     expect429(await post(ip), 10);
     expect((await post(nextIp())).statusCode).toBe(400);
@@ -46,7 +51,12 @@ describe('seed §8 limits on the auth routes (sliding window, per IP unless said
     for (let i = 1; i < 10; i++) await postWallet(t.app, { address: 'x', chain: 'solana', signature: 'x', nonce: 'x' }, ipA);
 
     const ipB = nextIp();
-    const nonceRes = await t.app.inject({ method: 'GET', url: '/api/v1/auth/wallet/nonce', query: { chain: 'solana', address: w.address }, remoteAddress: ipB });
+    const nonceRes = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/auth/wallet/nonce',
+      query: { chain: 'solana', address: w.address },
+      remoteAddress: ipB,
+    });
     expect(nonceRes.statusCode).toBe(200);
     expect(nonceRes.headers['ratelimit-limit']).toBe('20');
     expect(nonceRes.headers['ratelimit-remaining']).toBe('19');
@@ -60,21 +70,28 @@ describe('seed §8 limits on the auth routes (sliding window, per IP unless said
     // A refused nonce request issues nothing.
     const ipC = nextIp();
     for (let i = 0; i < 20; i++) await getNonce(t.app, 'solana', w.address, ipC);
-    const refused = await t.app.inject({ method: 'GET', url: '/api/v1/auth/wallet/nonce', query: { chain: 'solana', address: w.address }, remoteAddress: ipC });
+    const refused = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/auth/wallet/nonce',
+      query: { chain: 'solana', address: w.address },
+      remoteAddress: ipC,
+    });
     expect429(refused, 20);
     expect(refused.json().nonce).toBeUndefined();
   });
 
   it('POST /auth/idp: 10 a minute per IP', async () => {
     const ip = nextIp();
-    const post = (remoteAddress: string) => t.app.inject({ method: 'POST', url: '/api/v1/auth/idp', payload: { accessToken: 'x' }, remoteAddress });
+    const post = (remoteAddress: string) =>
+      t.app.inject({ method: 'POST', url: '/api/v1/auth/idp', payload: { accessToken: 'x' }, remoteAddress });
     for (let i = 0; i < 10; i++) expect((await post(ip)).statusCode).toBe(503); // no provider configured here
     expect429(await post(ip), 10);
   });
 
   it('POST /auth/activate-key: 5 a minute per IP', async () => {
     const ip = nextIp();
-    const post = (remoteAddress: string) => t.app.inject({ method: 'POST', url: '/api/v1/auth/activate-key', payload: { key: 'beta_unknown' }, remoteAddress });
+    const post = (remoteAddress: string) =>
+      t.app.inject({ method: 'POST', url: '/api/v1/auth/activate-key', payload: { key: 'beta_unknown' }, remoteAddress });
     for (let i = 0; i < 5; i++) expect((await post(ip)).statusCode).toBe(400);
     expect429(await post(ip), 5);
     expect((await post(nextIp())).statusCode).toBe(400);

@@ -62,7 +62,13 @@ describe('cookies', () => {
   it('production: SameSite=None; Secure and the configured Domain on all three, also when cleared', async () => {
     const { res, refreshToken, accessToken } = await session(prod.app);
     const c = parseSetCookies(res);
-    expect(c.refresh_token.attrs).toMatchObject({ httponly: true, secure: true, samesite: 'None', domain: 'example.com', path: '/api/v1/auth' });
+    expect(c.refresh_token.attrs).toMatchObject({
+      httponly: true,
+      secure: true,
+      samesite: 'None',
+      domain: 'example.com',
+      path: '/api/v1/auth',
+    });
     expect(c.logged_in.attrs).toMatchObject({ secure: true, samesite: 'None', domain: 'example.com', path: '/' });
     expect(c.beta_access.attrs).toMatchObject({ secure: true, samesite: 'None', domain: 'example.com', path: '/' });
     const rotated = await refreshCookie(refreshToken, prod.app);
@@ -71,7 +77,8 @@ describe('cookies', () => {
     const out = await prod.app.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: { authorization: `Bearer ${accessToken}` } });
     expect(out.statusCode).toBe(204);
     expectCleared(out);
-    for (const cookie of Object.values(parseSetCookies(out))) expect(cookie.attrs).toMatchObject({ secure: true, samesite: 'None', domain: 'example.com' });
+    for (const cookie of Object.values(parseSetCookies(out)))
+      expect(cookie.attrs).toMatchObject({ secure: true, samesite: 'None', domain: 'example.com' });
   });
 });
 
@@ -111,7 +118,9 @@ describe('POST /api/v1/auth/refresh', () => {
       expect(res.statusCode, res.body).toBe(200);
       token = res.json().refreshToken;
     }
-    const rows = await t.db.rows<{ n: number }>(sql`select count(distinct family)::int as n from refresh_tokens where user_id = ${s.user.id}`);
+    const rows = await t.db.rows<{ n: number }>(
+      sql`select count(distinct family)::int as n from refresh_tokens where user_id = ${s.user.id}`,
+    );
     expect(Number(rows[0].n)).toBe(1);
   });
 
@@ -128,7 +137,9 @@ describe('POST /api/v1/auth/refresh', () => {
     expectProblem(await refreshBody(successor), 401, 'INVALID_REFRESH_TOKEN');
     // Presenting the used token again, after the family is revoked, is still a reuse.
     expectProblem(await refreshBody(s.refreshToken), 401, 'REFRESH_TOKEN_REUSED');
-    const rows = await t.db.rows<{ n: number }>(sql`select count(*)::int as n from refresh_tokens where user_id = ${s.user.id} and revoked_at is null`);
+    const rows = await t.db.rows<{ n: number }>(
+      sql`select count(*)::int as n from refresh_tokens where user_id = ${s.user.id} and revoked_at is null`,
+    );
     expect(Number(rows[0].n)).toBe(0);
   });
 
@@ -144,7 +155,9 @@ describe('POST /api/v1/auth/refresh', () => {
   it('two concurrent refreshes with one token: exactly one succeeds', async () => {
     for (let round = 0; round < 3; round++) {
       const s = await session();
-      const results = await Promise.all(Array.from({ length: 5 }, (_, i) => (i % 2 ? refreshCookie(s.refreshToken) : refreshBody(s.refreshToken))));
+      const results = await Promise.all(
+        Array.from({ length: 5 }, (_, i) => (i % 2 ? refreshCookie(s.refreshToken) : refreshBody(s.refreshToken))),
+      );
       const ok = results.filter((r) => r.statusCode === 200);
       expect(ok).toHaveLength(1);
       for (const r of results.filter((x) => x.statusCode !== 200)) expectProblem(r, 401, 'REFRESH_TOKEN_REUSED');
@@ -167,8 +180,16 @@ describe('POST /api/v1/auth/refresh', () => {
   });
 
   it('rejects a malformed body with 400', async () => {
-    expectProblem(await t.app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refreshToken: 5 } }), 400, 'VALIDATION_ERROR');
-    expectProblem(await t.app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refreshToken: 'x'.repeat(300) } }), 400, 'VALIDATION_ERROR');
+    expectProblem(
+      await t.app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refreshToken: 5 } }),
+      400,
+      'VALIDATION_ERROR',
+    );
+    expectProblem(
+      await t.app.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refreshToken: 'x'.repeat(300) } }),
+      400,
+      'VALIDATION_ERROR',
+    );
   });
 });
 
@@ -183,7 +204,11 @@ describe('POST /api/v1/auth/logout', () => {
     const other = await session(); // another user is untouched
 
     expectProblem(await t.app.inject({ method: 'POST', url: '/api/v1/auth/logout' }), 401, 'UNAUTHORIZED');
-    const res = await t.app.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: { authorization: `Bearer ${first.json().accessToken}` } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/logout',
+      headers: { authorization: `Bearer ${first.json().accessToken}` },
+    });
     expect(res.statusCode).toBe(204);
     expect(res.body).toBe('');
     expectCleared(res);
@@ -217,7 +242,11 @@ describe('access tokens on the bearer guard', () => {
     const none = `${b64({ alg: 'none', typ: 'JWT' })}.${p}.`;
     const hs512 = createSigner({ key: SECRET, algorithm: 'HS512', expiresIn: 600_000 })(claims);
     const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    const rs256 = createSigner({ key: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, algorithm: 'RS256', expiresIn: 600_000 })(claims);
+    const rs256 = createSigner({
+      key: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+      algorithm: 'RS256',
+      expiresIn: 600_000,
+    })(claims);
     const otherSecret = createSigner({ key: 'another-secret-another-secret-another-1', algorithm: 'HS256', expiresIn: 600_000 })(claims);
     for (const token of [expired, tampered, none, hs512, rs256, otherSecret, 'garbage', `${h}.${p}`]) {
       expectProblem(await logoutWith(token), 401, 'UNAUTHORIZED');
@@ -227,10 +256,17 @@ describe('access tokens on the bearer guard', () => {
   });
 
   it('accepts tokens signed with JWT_SECRET_PREVIOUS during a key rotation', async () => {
-    const rotated = await buildTestApp({ JWT_SECRET: 'new-secret-new-secret-new-secret-0123456', JWT_SECRET_PREVIOUS: SECRET }, { db: t.db });
+    const rotated = await buildTestApp(
+      { JWT_SECRET: 'new-secret-new-secret-new-secret-0123456', JWT_SECRET_PREVIOUS: SECRET },
+      { db: t.db },
+    );
     try {
       const s = await session(); // signed by the app holding the old secret
-      const res = await rotated.app.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: { authorization: `Bearer ${s.accessToken}` } });
+      const res = await rotated.app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/logout',
+        headers: { authorization: `Bearer ${s.accessToken}` },
+      });
       expect(res.statusCode).toBe(204);
       // New tokens from the rotated app are signed with the new secret.
       const fresh = await session(rotated.app);

@@ -36,8 +36,16 @@ describe('GET /api/v1/auth/wallet/nonce', () => {
   });
 
   it('rejects an unknown chain and a missing address with 400', async () => {
-    expectProblem(await t.app.inject({ method: 'GET', url: '/api/v1/auth/wallet/nonce', query: { chain: 'btc', address: 'x' } }), 400, 'VALIDATION_ERROR');
-    expectProblem(await t.app.inject({ method: 'GET', url: '/api/v1/auth/wallet/nonce', query: { chain: 'evm' } }), 400, 'VALIDATION_ERROR');
+    expectProblem(
+      await t.app.inject({ method: 'GET', url: '/api/v1/auth/wallet/nonce', query: { chain: 'btc', address: 'x' } }),
+      400,
+      'VALIDATION_ERROR',
+    );
+    expectProblem(
+      await t.app.inject({ method: 'GET', url: '/api/v1/auth/wallet/nonce', query: { chain: 'evm' } }),
+      400,
+      'VALIDATION_ERROR',
+    );
   });
 });
 
@@ -49,7 +57,11 @@ describe('POST /api/v1/auth/wallet', () => {
     const body = res.json();
     expect(body.user).toEqual({ id: expect.any(String), walletAddress: w.address, chain: 'solana', username: null, avatarUrl: null });
     expect(t.app.verifyAccessToken(body.accessToken)).toMatchObject({ id: body.user.id, walletAddress: w.address, chain: 'solana' });
-    const logout = await t.app.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: { authorization: `Bearer ${body.accessToken}` } });
+    const logout = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/logout',
+      headers: { authorization: `Bearer ${body.accessToken}` },
+    });
     expect(logout.statusCode).toBe(204);
   });
 
@@ -74,7 +86,9 @@ describe('POST /api/v1/auth/wallet', () => {
       ids.add(res.json().user.id);
     }
     expect(ids.size).toBe(1);
-    const rows = await t.db.rows<{ n: number }>(sql`select count(*)::int as n from users where lower(wallet_address) = ${e.address.toLowerCase()}`);
+    const rows = await t.db.rows<{ n: number }>(
+      sql`select count(*)::int as n from users where lower(wallet_address) = ${e.address.toLowerCase()}`,
+    );
     expect(Number(rows[0].n)).toBe(1);
   });
 
@@ -82,7 +96,9 @@ describe('POST /api/v1/auth/wallet', () => {
     const w = await solanaWallet();
     await signIn(t.app, w, { referralCode: 'FIRST' });
     await signIn(t.app, w, { referralCode: 'SECOND' });
-    const rows = await t.db.rows<{ referral_code: string | null }>(sql`select referral_code from users where wallet_address = ${w.address}`);
+    const rows = await t.db.rows<{ referral_code: string | null }>(
+      sql`select referral_code from users where wallet_address = ${w.address}`,
+    );
     expect(rows).toEqual([{ referral_code: 'FIRST' }]);
   });
 
@@ -130,19 +146,35 @@ describe('POST /api/v1/auth/wallet', () => {
     const b = await solanaWallet();
     const ip = nextIp();
     const nonce = await getNonce(t.app, 'solana', a.address, ip);
-    expectProblem(await postWallet(t.app, { address: b.address, chain: 'solana', signature: await b.sign(nonce), nonce }, ip), 401, 'INVALID_NONCE');
-    expectProblem(await postWallet(t.app, { address: a.address, chain: 'solana', signature: await a.sign(nonce), nonce }, ip), 401, 'INVALID_NONCE');
+    expectProblem(
+      await postWallet(t.app, { address: b.address, chain: 'solana', signature: await b.sign(nonce), nonce }, ip),
+      401,
+      'INVALID_NONCE',
+    );
+    expectProblem(
+      await postWallet(t.app, { address: a.address, chain: 'solana', signature: await a.sign(nonce), nonce }, ip),
+      401,
+      'INVALID_NONCE',
+    );
 
     const e = evmWallet();
     const evmNonce = await getNonce(t.app, 'evm', e.address, ip);
     // The same key material presented as the other chain: the binding is (chain, address).
-    expectProblem(await postWallet(t.app, { address: a.address, chain: 'solana', signature: await a.sign(evmNonce), nonce: evmNonce }, ip), 401, 'INVALID_NONCE');
+    expectProblem(
+      await postWallet(t.app, { address: a.address, chain: 'solana', signature: await a.sign(evmNonce), nonce: evmNonce }, ip),
+      401,
+      'INVALID_NONCE',
+    );
   });
 
   it('an unknown nonce is refused', async () => {
     const w = await solanaWallet();
     const nonce = 'A'.repeat(32);
-    expectProblem(await postWallet(t.app, { address: w.address, chain: 'solana', signature: await w.sign(nonce), nonce }, nextIp()), 401, 'INVALID_NONCE');
+    expectProblem(
+      await postWallet(t.app, { address: w.address, chain: 'solana', signature: await w.sign(nonce), nonce }, nextIp()),
+      401,
+      'INVALID_NONCE',
+    );
   });
 
   it('a signature by another key is refused', async () => {
@@ -150,12 +182,20 @@ describe('POST /api/v1/auth/wallet', () => {
     const thief = await solanaWallet();
     const ip = nextIp();
     const nonce = await getNonce(t.app, 'solana', w.address, ip);
-    expectProblem(await postWallet(t.app, { address: w.address, chain: 'solana', signature: await thief.sign(nonce), nonce }, ip), 401, 'INVALID_SIGNATURE');
+    expectProblem(
+      await postWallet(t.app, { address: w.address, chain: 'solana', signature: await thief.sign(nonce), nonce }, ip),
+      401,
+      'INVALID_SIGNATURE',
+    );
 
     const e = evmWallet();
     const eThief = evmWallet();
     const n2 = await getNonce(t.app, 'evm', e.address, ip);
-    expectProblem(await postWallet(t.app, { address: e.address, chain: 'evm', signature: await eThief.sign(n2), nonce: n2 }, ip), 401, 'INVALID_SIGNATURE');
+    expectProblem(
+      await postWallet(t.app, { address: e.address, chain: 'evm', signature: await eThief.sign(n2), nonce: n2 }, ip),
+      401,
+      'INVALID_SIGNATURE',
+    );
   });
 
   const solGarbage = async (good: string) => [

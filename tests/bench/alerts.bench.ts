@@ -19,7 +19,9 @@ const RUNS = 5;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function seedMarketsAndUsers(b: BenchApp) {
-  await b.db.rows(sql`insert into event_groups (id, venue, venue_event_id, slug, title) values ('bg', 'polymarket', 'bg', 'bench-group', 'Bench')`);
+  await b.db.rows(
+    sql`insert into event_groups (id, venue, venue_event_id, slug, title) values ('bg', 'polymarket', 'bg', 'bench-group', 'Bench')`,
+  );
   await b.db.rows(sql`
     insert into markets (id, event_group_id, venue, venue_market_id, title, yes_price)
     select 'bm-' || g, 'bg', 'polymarket', 'bm-' || g, 'Bench market ' || g, 0.5 from generate_series(0, ${MARKETS - 1}::int) g`);
@@ -48,7 +50,12 @@ async function seedAlerts(b: BenchApp, from: number, to: number) {
 }
 
 function changes(price: number, offset: number): PriceChange[] {
-  return Array.from({ length: MOVING }, (_, i) => ({ marketId: `bm-${(offset + i * 97) % MARKETS}`, yesPrice: price, volume: 1, timestamp: new Date() }));
+  return Array.from({ length: MOVING }, (_, i) => ({
+    marketId: `bm-${(offset + i * 97) % MARKETS}`,
+    yesPrice: price,
+    volume: 1,
+    timestamp: new Date(),
+  }));
 }
 
 /** Puts fired alerts back and removes what the check produced, so every run starts equal. */
@@ -75,7 +82,10 @@ async function explainTrigger(b: BenchApp): Promise<string> {
   let plan = '';
   await b.app.db
     .transaction(async (tx) => {
-      const rows = await b.db.rows<Record<string, string>>(sql`explain (analyze, costs off, timing off, summary off) ${alertTriggerSql(payload, new Date())}`, tx);
+      const rows = await b.db.rows<Record<string, string>>(
+        sql`explain (analyze, costs off, timing off, summary off) ${alertTriggerSql(payload, new Date())}`,
+        tx,
+      );
       plan = rows.map((r) => Object.values(r)[0]).join('\n');
       throw new Error('rollback');
     })
@@ -101,7 +111,9 @@ export default async function run() {
       process.stdout.write(`seeded ${size} alerts in ${Math.round(performance.now() - t0)} ms\n`);
       const quiet = await measureCheck(b, 0.52);
       const firing = await measureCheck(b, 0.65);
-      rows.push(`| ${size.toLocaleString('en')} | ${MOVING} | ${quiet.fired} | ${quiet.ms} | ${firing.fired} | ${firing.ms} | ${firing.fired ? Math.round((firing.ms / firing.fired) * 1000) / 1000 : 'n/a'} |`);
+      rows.push(
+        `| ${size.toLocaleString('en')} | ${MOVING} | ${quiet.fired} | ${quiet.ms} | ${firing.fired} | ${firing.ms} | ${firing.fired ? Math.round((firing.ms / firing.fired) * 1000) / 1000 : 'n/a'} |`,
+      );
       if (size === sizes[sizes.length - 1]) plan = await explainTrigger(b);
     }
     out.push(
@@ -118,7 +130,11 @@ export default async function run() {
       '<details><summary>EXPLAIN ANALYZE of the trigger statement (largest size, move to 0.65)</summary>',
       '',
       '```',
-      plan.split('\n').filter((l) => /Scan|Join|Loop|Update|CTE|Append|LockRows|rows=/.test(l)).slice(0, 40).join('\n'),
+      plan
+        .split('\n')
+        .filter((l) => /Scan|Join|Loop|Update|CTE|Append|LockRows|rows=/.test(l))
+        .slice(0, 40)
+        .join('\n'),
       '```',
       '',
       '</details>',
@@ -150,12 +166,29 @@ export default async function run() {
     const base = await startBaseline(body);
     try {
       const baseline = await load('bare Fastify, same body (50 items)', `${base.url}/x`, { connections: 10, durationSec: 5 });
-      const list = await load('GET /notifications (first page, 50)', `${b.url}/api/v1/notifications`, { connections: 10, durationSec: 5, headers });
-      const deep = await load('GET /notifications?cursor=… (page 2)', `${b.url}/api/v1/notifications?cursor=${encodeURIComponent(cursor)}`, { connections: 10, durationSec: 5, headers });
-      const filtered = await load('GET /notifications?read=false&type=order_filled', `${b.url}/api/v1/notifications?read=false&type=order_filled`, { connections: 10, durationSec: 5, headers });
+      const list = await load('GET /notifications (first page, 50)', `${b.url}/api/v1/notifications`, {
+        connections: 10,
+        durationSec: 5,
+        headers,
+      });
+      const deep = await load(
+        'GET /notifications?cursor=… (page 2)',
+        `${b.url}/api/v1/notifications?cursor=${encodeURIComponent(cursor)}`,
+        { connections: 10, durationSec: 5, headers },
+      );
+      const filtered = await load(
+        'GET /notifications?read=false&type=order_filled',
+        `${b.url}/api/v1/notifications?read=false&type=order_filled`,
+        { connections: 10, durationSec: 5, headers },
+      );
       // Latency at a stated load (half of what this box just served flat out), not queueing at saturation.
       const pacedRate = Math.max(50, Math.round(list.reqPerSec / 2 / 50) * 50);
-      const paced = await load(`GET /notifications (first page) at ${pacedRate} req/s offered`, `${b.url}/api/v1/notifications`, { connections: 10, durationSec: 10, headers, rate: pacedRate });
+      const paced = await load(`GET /notifications (first page) at ${pacedRate} req/s offered`, `${b.url}/api/v1/notifications`, {
+        connections: 10,
+        durationSec: 10,
+        headers,
+        rate: pacedRate,
+      });
       out.push(
         '### Notification list, one user with 10,000 notifications (target p99 < 15 ms)',
         '',

@@ -38,7 +38,10 @@ const ip = () => `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
 function wallet() {
   const { publicKey, privateKey } = generateKeyPairSync('ed25519');
   const x = publicKey.export({ format: 'jwk' }).x!;
-  return { address: base58.encode(Buffer.from(x, 'base64url')), sign: (m: string) => base58.encode(edSign(null, Buffer.from(m, 'utf8'), privateKey)) };
+  return {
+    address: base58.encode(Buffer.from(x, 'base64url')),
+    sign: (m: string) => base58.encode(edSign(null, Buffer.from(m, 'utf8'), privateKey)),
+  };
 }
 
 const start = performance.now();

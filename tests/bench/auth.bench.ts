@@ -89,7 +89,9 @@ export default async function run() {
       const { secretKey: sk, publicKey: pk } = await ed.keygenAsync();
       const addr = base58.encode(pk);
       const xff = `192.168.${i >> 8}.${i & 255}`;
-      const nonceRes = await fetch(`${app.url}/api/v1/auth/wallet/nonce?chain=solana&address=${addr}`, { headers: { 'x-forwarded-for': xff } });
+      const nonceRes = await fetch(`${app.url}/api/v1/auth/wallet/nonce?chain=solana&address=${addr}`, {
+        headers: { 'x-forwarded-for': xff },
+      });
       const { nonce } = (await nonceRes.json()) as { nonce: string };
       const signature = base58.encode(await ed.signAsync(new TextEncoder().encode(nonce), sk));
       const res = await fetch(`${app.url}/api/v1/auth/wallet`, {

@@ -17,9 +17,15 @@ export default async function run() {
   const PER = 5;
   const gamma = generateGammaEvents(PM_GROUPS, PER, 7);
   const kalshi = Array.from({ length: KS_GROUPS }, (_, g) =>
-    kalshiEvent(`KXB-${g}`, 'KXB', `Bench Kalshi event ${g}`, 'Economics', Array.from({ length: PER }, (_, k) =>
-      kalshiMarket(`KXB-${g}-${k}`, `KXB-${g}`, `Bench outcome ${g}-${k}`, 0.3, 0.32, 0.31, 1000 + g * 10 + k),
-    )),
+    kalshiEvent(
+      `KXB-${g}`,
+      'KXB',
+      `Bench Kalshi event ${g}`,
+      'Economics',
+      Array.from({ length: PER }, (_, k) =>
+        kalshiMarket(`KXB-${g}-${k}`, `KXB-${g}`, `Bench outcome ${g}-${k}`, 0.3, 0.32, 0.31, 1000 + g * 10 + k),
+      ),
+    ),
   );
   const venues = await startFakeVenues({ gamma, kalshi });
   const app = await startApp({ ...venues.env, JOBS: 'off' });
@@ -69,13 +75,33 @@ export default async function run() {
     const baseHealth = await startBaseline(JSON.stringify({ status: 'ok' }));
     try {
       // Each pair in alternating rounds (harness.compare): the ratio is the median of the rounds.
-      const cl = await compare({ name: `bare Fastify, same body (${listBody.length} B)`, url: `${baseList.url}/x` }, { name: 'GET /api/v1/events (limit 50)', url: listUrl });
-      const cd = await compare({ name: `bare Fastify, same body (${detailBody.length} B)`, url: `${baseDetail.url}/x` }, { name: 'GET /api/v1/events/:slug', url: detailUrl });
+      const cl = await compare(
+        { name: `bare Fastify, same body (${listBody.length} B)`, url: `${baseList.url}/x` },
+        { name: 'GET /api/v1/events (limit 50)', url: listUrl },
+      );
+      const cd = await compare(
+        { name: `bare Fastify, same body (${detailBody.length} B)`, url: `${baseDetail.url}/x` },
+        { name: 'GET /api/v1/events/:slug', url: detailUrl },
+      );
       // The foundation's fixed per-request cost (security headers, request id, closing guard, NUL check) in the same run, for scale.
-      const ch = await compare({ name: 'bare Fastify, health body', url: `${baseHealth.url}/x` }, { name: 'GET /health/live (full stack)', url: `${app.url}/health/live` });
-      lines.push('### GET /events', '', comparisonTable(cl.base, [cl]), '', '### GET /events/:slug', '', comparisonTable(cd.base, [cd]), '');
+      const ch = await compare(
+        { name: 'bare Fastify, health body', url: `${baseHealth.url}/x` },
+        { name: 'GET /health/live (full stack)', url: `${app.url}/health/live` },
+      );
+      lines.push(
+        '### GET /events',
+        '',
+        comparisonTable(cl.base, [cl]),
+        '',
+        '### GET /events/:slug',
+        '',
+        comparisonTable(cd.base, [cd]),
+        '',
+      );
       lines.push('### Floor: full stack on a tiny body', '', comparisonTable(ch.base, [ch]), '');
-      lines.push(`Ratios (median of ${cl.rounds} alternating rounds of 5 s, 20 connections): list **${cl.ratio.toFixed(2)}**, detail **${cd.ratio.toFixed(2)}** (target ≥ 0.70); worst p99 ${cl.target.p99} / ${cd.target.p99} ms (target < 25 ms).`);
+      lines.push(
+        `Ratios (median of ${cl.rounds} alternating rounds of 5 s, 20 connections): list **${cl.ratio.toFixed(2)}**, detail **${cd.ratio.toFixed(2)}** (target ≥ 0.70); worst p99 ${cl.target.p99} / ${cd.target.p99} ms (target < 25 ms).`,
+      );
       process.stdout.write(`${lines.join('\n')}\n`);
     } finally {
       await baseList.close();

@@ -44,15 +44,25 @@ export interface LoadOptions {
 
 /** Runs autocannon in a child process against url (a warm-up first), bounded in time. */
 export async function load(name: string, url: string, opts: LoadOptions = {}): Promise<LoadResult> {
-  const args = [join(ROOT, 'node_modules/autocannon/autocannon.js'), '-j', '-c', String(opts.connections ?? 20), '-p', String(opts.pipelining ?? 1)];
+  const args = [
+    join(ROOT, 'node_modules/autocannon/autocannon.js'),
+    '-j',
+    '-c',
+    String(opts.connections ?? 20),
+    '-p',
+    String(opts.pipelining ?? 1),
+  ];
   if (opts.method) args.push('-m', opts.method);
   if (opts.rate) args.push('-R', String(opts.rate));
   for (const [k, v] of Object.entries(opts.headers ?? {})) args.push('-H', `${k}=${v}`);
   if (opts.body) args.push('-b', opts.body);
   const run = (duration: number) =>
     new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, [...args, '-d', String(duration), url], { maxBuffer: 64 * 1024 * 1024, timeout: (duration + 30) * 1000 }, (err, stdout) =>
-        err ? reject(err) : resolve(stdout),
+      execFile(
+        process.execPath,
+        [...args, '-d', String(duration), url],
+        { maxBuffer: 64 * 1024 * 1024, timeout: (duration + 30) * 1000 },
+        (err, stdout) => (err ? reject(err) : resolve(stdout)),
       ),
     );
   await run(1); // warm-up, discarded
@@ -112,14 +122,23 @@ export async function compare(
 
 /** Table rows for comparisons: one baseline row, then each target with its median ratio. */
 export function comparisonTable(base: LoadResult, rows: Comparison[]): string {
-  const lines = ['| target | req/s (median) | p50 ms | p99 ms (worst round) | non-2xx | ratio to baseline (median of rounds) |', '|---|---|---|---|---|---|'];
+  const lines = [
+    '| target | req/s (median) | p50 ms | p99 ms (worst round) | non-2xx | ratio to baseline (median of rounds) |',
+    '|---|---|---|---|---|---|',
+  ];
   lines.push(`| ${base.name} | ${base.reqPerSec} | ${base.p50} | ${base.p99} | ${base.non2xx} | 1.00 |`);
-  for (const c of rows) lines.push(`| ${c.target.name} | ${c.target.reqPerSec} | ${c.target.p50} | ${c.target.p99} | ${c.target.non2xx} | ${c.ratio.toFixed(2)} |`);
+  for (const c of rows)
+    lines.push(
+      `| ${c.target.name} | ${c.target.reqPerSec} | ${c.target.p50} | ${c.target.p99} | ${c.target.non2xx} | ${c.ratio.toFixed(2)} |`,
+    );
   return lines.join('\n');
 }
 
 /** A Fastify server that answers `body` (already serialised) from memory: the serialisation ceiling. */
-export async function startBaseline(body: string, contentType = 'application/json; charset=utf-8'): Promise<{ url: string; close(): Promise<void> }> {
+export async function startBaseline(
+  body: string,
+  contentType = 'application/json; charset=utf-8',
+): Promise<{ url: string; close(): Promise<void> }> {
   const app = Fastify({ logger: false });
   app.get('/*', async (_req, reply) => reply.type(contentType).send(body));
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -160,7 +179,13 @@ export async function startApp(env: Record<string, string> = {}, overrides: Buil
     ...(REDIS_URL ? { REDIS_URL } : {}),
     ...env,
   });
-  const app = await buildApp(config, { db, migrate: false, logger: false, keyPrefix: `pbbench:${randomBytes(4).toString('hex')}:`, ...overrides });
+  const app = await buildApp(config, {
+    db,
+    migrate: false,
+    logger: false,
+    keyPrefix: `pbbench:${randomBytes(4).toString('hex')}:`,
+    ...overrides,
+  });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
   return {
@@ -183,7 +208,8 @@ export function ratio(a: number, b: number): string {
 /** A markdown table of load results with each row's ratio to the baseline row. */
 export function loadTable(rows: LoadResult[], baseline: LoadResult): string {
   const lines = ['| target | req/s | p50 ms | p99 ms | non-2xx | ratio to baseline |', '|---|---|---|---|---|---|'];
-  for (const r of rows) lines.push(`| ${r.name} | ${r.reqPerSec} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${ratio(r.reqPerSec, baseline.reqPerSec)} |`);
+  for (const r of rows)
+    lines.push(`| ${r.name} | ${r.reqPerSec} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${ratio(r.reqPerSec, baseline.reqPerSec)} |`);
   return lines.join('\n');
 }
 

@@ -46,7 +46,9 @@ export default async function run() {
     // Seed one big board in SQL (the sync's own write path is measured below at its real size), then switch to it.
     let t0 = performance.now();
     const { sql } = await import('drizzle-orm');
-    const [snap] = await app.dbh.rows<{ id: number }>(sql`insert into leaderboard_snapshots (category, period, status) values ('OVERALL', '7D', 'ready') returning id`);
+    const [snap] = await app.dbh.rows<{ id: number }>(
+      sql`insert into leaderboard_snapshots (category, period, status) values ('OVERALL', '7D', 'ready') returning id`,
+    );
     await app.dbh.rows(sql`
       insert into leaderboard_entries (snapshot_id, wallet_address, display_name, avatar_url, is_kol, pnl, volume, venue_rank,
         roi, win_rate, trade_count, sparkline)
@@ -62,14 +64,23 @@ export default async function run() {
     // Walk to page 1,000 over HTTP (also proves the walk holds over 100k rows).
     let cursor: string | null = null;
     for (let p = 1; p < 1000; p++) {
-      const res: { json(): { nextCursor: string | null } } = await app.inject({ method: 'GET', url: `/api/v1/leaderboard?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}` });
+      const res: { json(): { nextCursor: string | null } } = await app.inject({
+        method: 'GET',
+        url: `/api/v1/leaderboard?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      });
       cursor = res.json().nextCursor;
     }
     const deep = await app.inject({ method: 'GET', url: `/api/v1/leaderboard?limit=50&cursor=${encodeURIComponent(cursor!)}` });
     const deepRank = deep.json().traders[0].rank;
 
     // Service-level, page cache off: database + mapping + serialisation.
-    const deps = { db: app.db, dbh: app.dbh, secret: app.config.JWT_SECRET, cache: createLeaderboardCache({ maxPages: 0, pointerTtlMs: 60_000 }), clock: () => new Date() };
+    const deps = {
+      db: app.db,
+      dbh: app.dbh,
+      secret: app.config.JWT_SECRET,
+      cache: createLeaderboardCache({ maxPages: 0, pointerTtlMs: 60_000 }),
+      clock: () => new Date(),
+    };
     const first = LeaderboardQuerySchema.parse({});
     const deepQ = LeaderboardQuerySchema.parse({ cursor });
     const once = async (q: typeof first) => {
@@ -96,13 +107,20 @@ export default async function run() {
     const sFirstRoi = stats(r);
     // The work the database does for each page, independent of machine noise.
     const plan = async (after: string) => {
-      const rows = await app.dbh.rows<Record<string, unknown>>(sql.raw(`explain (analyze, buffers, format json)
-        select * from leaderboard_entries where snapshot_id = ${snap.id} ${after} order by (-"pnl"), wallet_address limit 51`));
+      const rows = await app.dbh.rows<Record<string, unknown>>(
+        sql.raw(`explain (analyze, buffers, format json)
+        select * from leaderboard_entries where snapshot_id = ${snap.id} ${after} order by (-"pnl"), wallet_address limit 51`),
+      );
       const raw = rows[0][Object.keys(rows[0])[0]];
       const j = (typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<{ Plan: Record<string, unknown>; 'Execution Time': number }>;
       const root = j[0].Plan as Record<string, unknown> & { Plans?: Array<Record<string, unknown>> };
       const scan: Record<string, unknown> = root.Plans?.[0] ?? root;
-      return { node: String(scan['Node Type']), index: typeof scan['Index Name'] === 'string' ? scan['Index Name'] : '-', blocks: Number(scan['Shared Hit Blocks'] ?? 0) + Number(scan['Shared Read Blocks'] ?? 0), ms: j[0]['Execution Time'] };
+      return {
+        node: String(scan['Node Type']),
+        index: typeof scan['Index Name'] === 'string' ? scan['Index Name'] : '-',
+        blocks: Number(scan['Shared Hit Blocks'] ?? 0) + Number(scan['Shared Read Blocks'] ?? 0),
+        ms: j[0]['Execution Time'],
+      };
     };
     const c = JSON.parse(Buffer.from(cursor!.split('.')[0], 'base64url').toString()) as { k: number; w: string };
     const pFirst = await plan('');
@@ -130,7 +148,10 @@ export default async function run() {
       const baseTarget = { name: `bare Fastify, same ${(body.length / 1024).toFixed(1)} KB body`, url: `${base.url}/x` };
       const ours = await compare(baseTarget, { name: 'GET /leaderboard first page', url: firstUrl }, 5);
       const oursDeep = await compare(baseTarget, { name: 'GET /leaderboard page 1,000', url: deepUrl }, 5);
-      const floor = await compare(baseTarget, { name: 'GET /health/live (our stack, 15-byte body: the fixed per-request cost)', url: `${bench.url}/health/live` });
+      const floor = await compare(baseTarget, {
+        name: 'GET /health/live (our stack, 15-byte body: the fixed per-request cost)',
+        url: `${bench.url}/health/live`,
+      });
       lines.push(
         `### Throughput (median of ${ours.rounds} alternating rounds of 5 s, 20 connections)`,
         '',
@@ -146,7 +167,15 @@ export default async function run() {
     // Full sync: 16 boards × 1,000 rows (PNL and VOL orderings) from a loopback fake venue.
     const fake = await startFakeDataApi();
     try {
-      const rows = boardRows(1000, 500_000).map((r) => ({ proxyWallet: r.walletAddress, userName: r.displayName, vol: r.volume, pnl: r.pnl, profileImage: r.avatarUrl, xUsername: '', verifiedBadge: r.isKol }));
+      const rows = boardRows(1000, 500_000).map((r) => ({
+        proxyWallet: r.walletAddress,
+        userName: r.displayName,
+        vol: r.volume,
+        pnl: r.pnl,
+        profileImage: r.avatarUrl,
+        xUsername: '',
+        verifiedBadge: r.isKol,
+      }));
       for (const c of ['OVERALL', 'POLITICS', 'SPORTS', 'CRYPTO'])
         for (const p of ['DAY', 'WEEK', 'MONTH', 'ALL']) {
           fake.setBoard(c, p, 'PNL', rows);
@@ -159,7 +188,8 @@ export default async function run() {
       // The database part alone (what the service spends, venue excluded).
       const boards = boardRows(1000, 700_000);
       t0 = performance.now();
-      for (const c of ['OVERALL', 'POLITICS', 'SPORTS', 'CRYPTO']) for (const p of ['1D', '7D', '30D', 'ALL']) await writeSnapshot(app.dbh, c, p, boards, 0);
+      for (const c of ['OVERALL', 'POLITICS', 'SPORTS', 'CRYPTO'])
+        for (const p of ['1D', '7D', '30D', 'ALL']) await writeSnapshot(app.dbh, c, p, boards, 0);
       const writeMs = performance.now() - t0;
       lines.push(
         '### Sync',

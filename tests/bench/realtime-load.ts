@@ -18,10 +18,13 @@ const now = () => performance.timeOrigin + performance.now();
 const say = (msg: object) => process.stdout.write(`${JSON.stringify(msg)}\n`);
 
 // A hard bound on the whole run: the parent also kills us, this is belt and braces.
-setTimeout(() => {
-  say({ type: 'error', message: 'load generator timed out' });
-  process.exit(2);
-}, Number(process.env.DEADLINE_MS ?? 180_000)).unref();
+setTimeout(
+  () => {
+    say({ type: 'error', message: 'load generator timed out' });
+    process.exit(2);
+  },
+  Number(process.env.DEADLINE_MS ?? 180_000),
+).unref();
 
 const sockets: Socket[] = [];
 const latencies: number[] = [];
@@ -30,8 +33,14 @@ let refused = 0;
 
 function open(i: number): Promise<void> {
   // 20 connections per forwarded address: the seed's per-IP limit holds (TRUST_PROXY on the server).
-  const ip = `10.${(i >> 16) & 255}.${Math.floor(i / 20) >> 8 & 255}.${Math.floor(i / 20) & 255}`;
-  const s = io(url, { transports: ['websocket'], reconnection: false, forceNew: true, timeout: 30_000, extraHeaders: { 'x-forwarded-for': ip } });
+  const ip = `10.${(i >> 16) & 255}.${(Math.floor(i / 20) >> 8) & 255}.${Math.floor(i / 20) & 255}`;
+  const s = io(url, {
+    transports: ['websocket'],
+    reconnection: false,
+    forceNew: true,
+    timeout: 30_000,
+    extraHeaders: { 'x-forwarded-for': ip },
+  });
   sockets.push(s);
   return new Promise((resolve) => {
     s.once('connect', () => resolve());
@@ -64,7 +73,14 @@ async function subscribe() {
       if (latencies.length === chosen.length * rounds) finish(chosen.length);
     });
   }
-  const acks = await Promise.all(chosen.map((s) => s.timeout(30_000).emitWithAck('subscribe', { channel }).catch(() => ({ ok: false }))));
+  const acks = await Promise.all(
+    chosen.map((s) =>
+      s
+        .timeout(30_000)
+        .emitWithAck('subscribe', { channel })
+        .catch(() => ({ ok: false })),
+    ),
+  );
   say({ type: 'subscribed', ok: acks.filter((a) => (a as { ok: boolean }).ok).length });
   setTimeout(() => finish(chosen.length), Number(process.env.RECEIVE_TIMEOUT_MS ?? 30_000)).unref();
 }

@@ -10,7 +10,9 @@ import { join } from 'node:path';
  */
 const dir = fileURLToPath(new URL('.', import.meta.url));
 const only = process.argv.slice(2);
-const files = (await readdir(dir)).filter((f) => f.endsWith('.bench.ts') && (only.length === 0 || only.some((o) => f.startsWith(o)))).sort();
+const files = (await readdir(dir))
+  .filter((f) => f.endsWith('.bench.ts') && (only.length === 0 || only.some((o) => f.startsWith(o))))
+  .sort();
 for (const f of files) {
   process.stdout.write(`\n== ${f}\n`);
   const mod = await import(pathToFileURL(join(dir, f)).href);

@@ -17,7 +17,9 @@ beforeAll(async () => {
   // An identity provider's userinfo endpoint: a known access token maps to a subject.
   idp = await startFakeServer();
   idp.on('GET', '/userinfo', (req) =>
-    req.headers.authorization === 'Bearer idp-good-token' ? { body: { sub: 'idp-user-42', email: 'a@example.com' } } : { status: 401, body: { error: 'invalid_token' } },
+    req.headers.authorization === 'Bearer idp-good-token'
+      ? { body: { sub: 'idp-user-42', email: 'a@example.com' } }
+      : { status: 401, body: { error: 'invalid_token' } },
   );
   t = await buildTestApp({ TRUST_PROXY: 'true', INTERNAL_API_TOKEN: INTERNAL, IDP_USERINFO_URL: `${idp.url}/userinfo` });
   await t.app.listen({ port: 0, host: '127.0.0.1' });
@@ -48,7 +50,10 @@ function withCookieJar(inner: typeof fetch) {
   const f: typeof fetch = async (input, init) => {
     const req = new Request(input, init);
     const path = new URL(req.url).pathname;
-    const cookie = [...jar].filter(([, c]) => path.startsWith(c.path)).map(([k, c]) => `${k}=${c.value}`).join('; ');
+    const cookie = [...jar]
+      .filter(([, c]) => path.startsWith(c.path))
+      .map(([k, c]) => `${k}=${c.value}`)
+      .join('; ');
     const headers = new Headers(req.headers);
     if (cookie) headers.set('cookie', cookie);
     const res = await inner(new Request(req, { headers }));
@@ -163,7 +168,12 @@ describe('client: identity-provider sign-in', () => {
     const first = await c.session.signInWithIdp('idp-good-token');
     expect(first.chain).toBe('evm');
     expect(first.walletAddress).toMatch(/^0x[0-9a-fA-F]{40}$/);
-    const again = await createApiClient({ baseUrl: base, mode: 'token', storage: memoryStorage(), fetch: clientFetch().fetch }).session.signInWithIdp('idp-good-token');
+    const again = await createApiClient({
+      baseUrl: base,
+      mode: 'token',
+      storage: memoryStorage(),
+      fetch: clientFetch().fetch,
+    }).session.signInWithIdp('idp-good-token');
     expect(again.id).toBe(first.id);
     const err = await c.session.signInWithIdp('idp-bad-token').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApiError);

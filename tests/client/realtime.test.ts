@@ -50,7 +50,15 @@ async function signedInClient() {
     headers.set('x-forwarded-for', ipAddr);
     return fetch(new Request(req, { headers }));
   };
-  const storage = { v: null as string | null, get() { return this.v; }, set(x: string | null) { this.v = x; } };
+  const storage = {
+    v: null as string | null,
+    get() {
+      return this.v;
+    },
+    set(x: string | null) {
+      this.v = x;
+    },
+  };
   const c = createApiClient({ baseUrl: `http://127.0.0.1:${port}`, mode: 'token', storage, fetch: f });
   const wallet = await solanaWallet();
   const user = await c.session.signInWithWallet({ address: wallet.address, chain: 'solana', signMessage: wallet.sign });
@@ -74,7 +82,11 @@ describe('client realtime helper', () => {
   it('survives a token expiry: refreshes, re-authenticates and resubscribes to private channels', async () => {
     const { c, user } = await signedInClient();
     // A token that expires in 7 s: the server warns 5 s before, i.e. after ~2 s.
-    const shortLived = createSigner({ key: SECRET, algorithm: 'HS256', expiresIn: 7_000 })({ sub: user.id, walletAddress: user.walletAddress, chain: user.chain });
+    const shortLived = createSigner({ key: SECRET, algorithm: 'HS256', expiresIn: 7_000 })({
+      sub: user.id,
+      walletAddress: user.walletAddress,
+      chain: user.chain,
+    });
     (c.session as unknown as { accessToken: string }).accessToken = shortLived;
     const live = c.realtime();
     open.push(live);

@@ -73,9 +73,19 @@ describe('events-sync ingestion', () => {
       status: 'active',
       description: gammaEvent('16085').description,
       markets: [
-        { id: 'pm-516711', title: 'Fed decreases interest rates by 25 bps after December 2026 meeting?', yesPrice: 0.615, volume: 4102334.1 },
+        {
+          id: 'pm-516711',
+          title: 'Fed decreases interest rates by 25 bps after December 2026 meeting?',
+          yesPrice: 0.615,
+          volume: 4102334.1,
+        },
         { id: 'pm-516712', title: 'No change in Fed interest rates after December 2026 meeting?', yesPrice: 0.335, volume: 2990871.4 },
-        { id: 'pm-516710', title: 'Fed decreases interest rates by 50+ bps after December 2026 meeting?', yesPrice: 0.045, volume: 1834211.55 },
+        {
+          id: 'pm-516710',
+          title: 'Fed decreases interest rates by 50+ bps after December 2026 meeting?',
+          yesPrice: 0.045,
+          volume: 1834211.55,
+        },
       ],
     });
     expect(detail).not.toHaveProperty('marketCount');
@@ -137,7 +147,14 @@ describe('events-sync ingestion', () => {
 
   it('calls the listing endpoints with exactly the parameters of venues.md', () => {
     const g = venues.gamma.requests.find((r) => r.path === '/events')!;
-    expect(Object.fromEntries(g.query)).toEqual({ active: 'true', closed: 'false', order: 'volume24hr', ascending: 'false', limit: '100', offset: '0' });
+    expect(Object.fromEntries(g.query)).toEqual({
+      active: 'true',
+      closed: 'false',
+      order: 'volume24hr',
+      ascending: 'false',
+      limit: '100',
+      offset: '0',
+    });
     const k = venues.kalshi.requests.find((r) => r.path === '/events')!;
     expect(Object.fromEntries(k.query)).toEqual({ status: 'open', with_nested_markets: 'true', limit: '200' });
   });
@@ -253,7 +270,9 @@ describe('price-sync', () => {
     expect(hookCalls).toHaveLength(1);
     expect(hookCalls[0].map((c) => c.marketId).sort()).toEqual(['ks-KXBALANCE-29', 'pm-702101']);
 
-    const [h] = await t.db.rows<{ price: number }>(sql`select price from price_history where market_id = 'pm-702101' order by ts desc limit 1`);
+    const [h] = await t.db.rows<{ price: number }>(
+      sql`select price from price_history where market_id = 'pm-702101' order by ts desc limit 1`,
+    );
     expect(Number(h.price)).toBe(0.31);
   });
 
@@ -291,7 +310,11 @@ describe('venue outages and malformed rows', () => {
     }
     expect((await get('/api/v1/events?limit=100')).json()).toEqual(before);
     expect((await get('/api/v1/events/nba-champion-2027')).json().markets[0].yesPrice).toBe(0.31);
-    const runs = await t.app.inject({ method: 'GET', url: '/api/v1/internal/jobs', headers: { authorization: 'Bearer internal-token-0123456789' } });
+    const runs = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/internal/jobs',
+      headers: { authorization: 'Bearer internal-token-0123456789' },
+    });
     const last = runs.json().jobs.find((j: any) => j.name === 'events-sync');
     expect(last).toMatchObject({ ok: false, error: expect.stringMatching(/venue listing failed/) });
     venues.gamma.state.events.find((x) => x.id === '30112').markets[0].outcomePrices = '["0.31", "0.69"]';

@@ -37,7 +37,8 @@ const gammaEvent = () => ({
       volumeNum: 92509.470055,
       liquidityNum: 20579.7452,
       volume24hr: 815.115,
-      clobTokenIds: '["8851848546962572193739008211889046036776198486765606333032192644001246174440", "10181859819235412241349111952383458602720"]',
+      clobTokenIds:
+        '["8851848546962572193739008211889046036776198486765606333032192644001246174440", "10181859819235412241349111952383458602720"]',
       acceptingOrders: true,
       enableOrderBook: true,
       spread: 0.01,
@@ -167,13 +168,21 @@ describe('Polymarket Gamma mapping', () => {
   });
 
   it('falls back to the icon, then to no image; to the pm id when the slug is unusable', () => {
-    expect(mapGammaEvent({ ...gammaEvent(), image: '' }).value?.imageUrl).toBe('https://polymarket-upload.s3.us-east-2.amazonaws.com/BTC-icon.png');
+    expect(mapGammaEvent({ ...gammaEvent(), image: '' }).value?.imageUrl).toBe(
+      'https://polymarket-upload.s3.us-east-2.amazonaws.com/BTC-icon.png',
+    );
     expect(mapGammaEvent({ ...gammaEvent(), image: null, icon: null }).value?.imageUrl).toBeNull();
     expect(mapGammaEvent({ ...gammaEvent(), slug: null }).value?.slug).toBe('pm-90177');
   });
 
   it('maps CLOB price history (unix seconds) and skips bad points', () => {
-    const r = mapClobHistory({ history: [{ t: 1697875200, p: 0.575 }, { t: 1697878800, p: 0.58 }, { t: 'x', p: 0.5 }] });
+    const r = mapClobHistory({
+      history: [
+        { t: 1697875200, p: 0.575 },
+        { t: 1697878800, p: 0.58 },
+        { t: 'x', p: 0.5 },
+      ],
+    });
     expect(r.points).toEqual([
       { ts: new Date('2023-10-21T08:00:00Z'), price: 0.575 },
       { ts: new Date('2023-10-21T09:00:00Z'), price: 0.58 },
@@ -242,7 +251,10 @@ describe('Kalshi mapping', () => {
   });
 
   it('treats empty book strings as unset and reports malformed event tickers', () => {
-    expect(mapKalshiMarket({ ...kalshiEvent().markets[0], yes_bid_dollars: '', volume_fp: '' })).toMatchObject({ yesPrice: 0.1, volume: 0 });
+    expect(mapKalshiMarket({ ...kalshiEvent().markets[0], yes_bid_dollars: '', volume_fp: '' })).toMatchObject({
+      yesPrice: 0.1,
+      volume: 0,
+    });
     expect(mapKalshiEvent({ event_ticker: 'KXBAD-1', title: 'no series' })).toEqual({ skipped: 1, malformedId: 'ks-KXBAD-1' });
   });
 
@@ -254,7 +266,14 @@ describe('Kalshi mapping', () => {
           end_period_ts: 1776109260,
           open_interest_fp: '10869.00',
           volume_fp: '0.00',
-          price: { open_dollars: '0.5600', low_dollars: '0.5600', high_dollars: '0.5600', close_dollars: '0.5600', mean_dollars: '0.5600', previous_dollars: '0.5600' },
+          price: {
+            open_dollars: '0.5600',
+            low_dollars: '0.5600',
+            high_dollars: '0.5600',
+            close_dollars: '0.5600',
+            mean_dollars: '0.5600',
+            previous_dollars: '0.5600',
+          },
           yes_ask: { open_dollars: '0.1630', low_dollars: '0.1500', high_dollars: '0.1630', close_dollars: '0.1630' },
           yes_bid: { open_dollars: '0.0800', low_dollars: '0.0800', high_dollars: '0.0800', close_dollars: '0.0800' },
         },

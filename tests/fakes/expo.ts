@@ -45,7 +45,11 @@ export async function startFakeExpo(): Promise<FakeExpo> {
   };
   const tooMany = (n: number) => ({
     status: 400,
-    body: { errors: [{ code: 'PUSH_TOO_MANY_NOTIFICATIONS', message: `You are trying to send more than 100 push notifications in one request (${n}).` }] },
+    body: {
+      errors: [
+        { code: 'PUSH_TOO_MANY_NOTIFICATIONS', message: `You are trying to send more than 100 push notifications in one request (${n}).` },
+      ],
+    },
   });
 
   server.on('POST', '/--/api/v2/push/send', (req) => {
@@ -79,7 +83,11 @@ export async function startFakeExpo(): Promise<FakeExpo> {
       const token = state.tickets.get(id);
       if (!token || state.pending.has(id)) continue;
       data[id] = state.failOnReceipt.has(token)
-        ? { status: 'error', message: `"${token}" is not a registered push notification recipient`, details: { error: 'DeviceNotRegistered' } }
+        ? {
+            status: 'error',
+            message: `"${token}" is not a registered push notification recipient`,
+            details: { error: 'DeviceNotRegistered' },
+          }
         : { status: 'ok' };
     }
     return { body: { data } };

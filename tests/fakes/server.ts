@@ -17,7 +17,11 @@ export interface FakeRequest {
   params: Record<string, string>;
 }
 
-export type FakeHandler = (req: FakeRequest) => { status?: number; body?: unknown; headers?: Record<string, string>; raw?: string } | Promise<{ status?: number; body?: unknown; headers?: Record<string, string>; raw?: string }>;
+export type FakeHandler = (
+  req: FakeRequest,
+) =>
+  | { status?: number; body?: unknown; headers?: Record<string, string>; raw?: string }
+  | Promise<{ status?: number; body?: unknown; headers?: Record<string, string>; raw?: string }>;
 
 export interface FakeServer {
   url: string;
@@ -58,7 +62,15 @@ export async function startFakeServer(): Promise<FakeServer> {
       body = undefined;
     }
     const u = new URL(req.url ?? '/', 'http://fake');
-    const rec: FakeRequest = { method: req.method ?? 'GET', path: u.pathname, query: u.searchParams, headers: req.headers, body, rawBody, params: {} };
+    const rec: FakeRequest = {
+      method: req.method ?? 'GET',
+      path: u.pathname,
+      query: u.searchParams,
+      headers: req.headers,
+      body,
+      rawBody,
+      params: {},
+    };
     requests.push(rec);
     const send = (status: number, payload: unknown, headers: Record<string, string> = {}, raw?: string) => {
       res.writeHead(status, { 'content-type': 'application/json', ...headers });

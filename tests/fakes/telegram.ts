@@ -39,7 +39,12 @@ export async function startFakeTelegram(token = '123456789:AAtest-token_for-the-
   server.on('POST', '/:bot/:method', () => ({ status: 404, body: { ok: false, error_code: 404, description: 'Not Found' } }));
   server.on('POST', `/bot${token}/sendMessage`, (req) => {
     const body = req.body as Partial<SentMessage> | undefined;
-    if (!body || (typeof body.chat_id !== 'number' && typeof body.chat_id !== 'string') || typeof body.text !== 'string' || body.text.length === 0) {
+    if (
+      !body ||
+      (typeof body.chat_id !== 'number' && typeof body.chat_id !== 'string') ||
+      typeof body.text !== 'string' ||
+      body.text.length === 0
+    ) {
       return { status: 400, body: { ok: false, error_code: 400, description: 'Bad Request: message text is empty' } };
     }
     const msg = { chat_id: body.chat_id, text: body.text };
@@ -49,7 +54,10 @@ export async function startFakeTelegram(token = '123456789:AAtest-token_for-the-
     }
     if (flood > 0) {
       flood--;
-      return { status: 429, body: { ok: false, error_code: 429, description: 'Too Many Requests: retry after 1', parameters: { retry_after: 1 } } };
+      return {
+        status: 429,
+        body: { ok: false, error_code: 429, description: 'Too Many Requests: retry after 1', parameters: { retry_after: 1 } },
+      };
     }
     if (blocked.has(String(body.chat_id))) {
       return { status: 403, body: { ok: false, error_code: 403, description: 'Forbidden: bot was blocked by the user' } };
@@ -58,7 +66,12 @@ export async function startFakeTelegram(token = '123456789:AAtest-token_for-the-
     return {
       body: {
         ok: true,
-        result: { message_id: nextId++, date: Math.floor(Date.now() / 1000), chat: { id: Number(body.chat_id), type: 'private' }, text: body.text },
+        result: {
+          message_id: nextId++,
+          date: Math.floor(Date.now() / 1000),
+          chat: { id: Number(body.chat_id), type: 'private' },
+          text: body.text,
+        },
       },
     };
   });

@@ -50,7 +50,9 @@ export default async function setup({ provide }: { provide: (key: string, value:
   } else {
     provide('pgTemplate', '');
     provide('runId', runId);
-    process.stdout.write('Test database: embedded PGlite in memory (DATABASE_URL is unset; set it to a postgres:// URL to test on PostgreSQL)\n');
+    process.stdout.write(
+      'Test database: embedded PGlite in memory (DATABASE_URL is unset; set it to a postgres:// URL to test on PostgreSQL)\n',
+    );
   }
 
   if (REDIS_URL) {
@@ -59,7 +61,9 @@ export default async function setup({ provide }: { provide: (key: string, value:
       await r.connect();
       await r.ping();
     } catch (err) {
-      throw new Error(`REDIS_URL is set but Redis is not reachable: ${(err as Error).message}. Start it or unset REDIS_URL.`, { cause: err });
+      throw new Error(`REDIS_URL is set but Redis is not reachable: ${(err as Error).message}. Start it or unset REDIS_URL.`, {
+        cause: err,
+      });
     } finally {
       r.disconnect();
     }

@@ -85,7 +85,9 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
     chownSync(dir, uid, gid);
   }
   const run = (cmd: string, args: string[]) =>
-    asRoot ? execFileSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { stdio: 'pipe' }) : execFileSync(cmd, args, { stdio: 'pipe' });
+    asRoot
+      ? execFileSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { stdio: 'pipe' })
+      : execFileSync(cmd, args, { stdio: 'pipe' });
   const data = join(dir, 'data');
   run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
   const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;

@@ -13,18 +13,72 @@ import {
 
 const W = '0x56687bf447db6ffa42ffe2204a05edaa20f55839';
 const closed = (asset: string, avgPrice: number, totalBought: number, realizedPnl: number, timestamp: number, outcome = 'Yes') => ({
-  proxyWallet: W, asset, conditionId: `0x${'c'.repeat(64)}`, avgPrice, totalBought, realizedPnl, curPrice: realizedPnl > 0 ? 1 : 0,
-  timestamp, title: `Market ${asset}`, slug: 's', icon: '', eventSlug: 's', outcome, outcomeIndex: 0, oppositeOutcome: 'No', oppositeAsset: '9', endDate: '2026-01-01',
+  proxyWallet: W,
+  asset,
+  conditionId: `0x${'c'.repeat(64)}`,
+  avgPrice,
+  totalBought,
+  realizedPnl,
+  curPrice: realizedPnl > 0 ? 1 : 0,
+  timestamp,
+  title: `Market ${asset}`,
+  slug: 's',
+  icon: '',
+  eventSlug: 's',
+  outcome,
+  outcomeIndex: 0,
+  oppositeOutcome: 'No',
+  oppositeAsset: '9',
+  endDate: '2026-01-01',
 });
 const trade = (side: 'BUY' | 'SELL', size: number, price: number, timestamp: number) => ({
-  proxyWallet: W, side, asset: '1', conditionId: `0x${'d'.repeat(64)}`, size, price, timestamp, title: 'T', slug: 's', icon: '', eventSlug: 's',
-  outcome: 'Yes', outcomeIndex: 0, name: '', pseudonym: 'P', bio: '', profileImage: '', profileImageOptimized: '', transactionHash: '0x1',
+  proxyWallet: W,
+  side,
+  asset: '1',
+  conditionId: `0x${'d'.repeat(64)}`,
+  size,
+  price,
+  timestamp,
+  title: 'T',
+  slug: 's',
+  icon: '',
+  eventSlug: 's',
+  outcome: 'Yes',
+  outcomeIndex: 0,
+  name: '',
+  pseudonym: 'P',
+  bio: '',
+  profileImage: '',
+  profileImageOptimized: '',
+  transactionHash: '0x1',
 });
 const position = {
-  proxyWallet: W, asset: '77', conditionId: `0x${'e'.repeat(64)}`, size: 100, avgPrice: 0.55, initialValue: 55, currentValue: 75, cashPnl: 20,
-  percentPnl: 36.36, totalBought: 100, realizedPnl: 0, percentRealizedPnl: 0, curPrice: 0.75, redeemable: false, mergeable: false,
-  title: 'Open market', slug: 'o', icon: '', eventId: '1', eventSlug: 'o', outcome: 'Yes', outcomeIndex: 0, oppositeOutcome: 'No',
-  oppositeAsset: '78', endDate: '2026-12-31', negativeRisk: false,
+  proxyWallet: W,
+  asset: '77',
+  conditionId: `0x${'e'.repeat(64)}`,
+  size: 100,
+  avgPrice: 0.55,
+  initialValue: 55,
+  currentValue: 75,
+  cashPnl: 20,
+  percentPnl: 36.36,
+  totalBought: 100,
+  realizedPnl: 0,
+  percentRealizedPnl: 0,
+  curPrice: 0.75,
+  redeemable: false,
+  mergeable: false,
+  title: 'Open market',
+  slug: 'o',
+  icon: '',
+  eventId: '1',
+  eventSlug: 'o',
+  outcome: 'Yes',
+  outcomeIndex: 0,
+  oppositeOutcome: 'No',
+  oppositeAsset: '78',
+  endDate: '2026-12-31',
+  negativeRisk: false,
 };
 
 // Hand-checked: returns per closed position = realizedPnl / (avgPrice × totalBought)
@@ -57,7 +111,16 @@ describe('enrichment figures (hand-checked fixture)', () => {
     expect(f.avgEntry).toBeCloseTo(220 / 400, 6);
     expect(f.sparkline).toEqual([60, -40, 260, 260]);
     expect(f.topPositions).toEqual([
-      { marketId: `0x${'e'.repeat(64)}`, marketTitle: 'Open market', outcome: 'Yes', size: 100, avgPrice: 0.55, currentPrice: 0.75, value: 75, pnl: 20 },
+      {
+        marketId: `0x${'e'.repeat(64)}`,
+        marketTitle: 'Open market',
+        outcome: 'Yes',
+        size: 100,
+        avgPrice: 0.55,
+        currentPrice: 0.75,
+        value: 75,
+        pnl: 20,
+      },
     ]);
     expect(f.recentTrades.map((t) => t.timestamp)).toEqual([3500, 2600, 1500].map((s) => new Date(s * 1000).toISOString()));
     expect(f.recentTrades[0]).toMatchObject({ side: 'sell', price: 0.9, size: 50, marketTitle: 'T', outcome: 'Yes' });
@@ -73,13 +136,27 @@ describe('enrichment figures (hand-checked fixture)', () => {
   it('no activity → zeros and empty arrays', () => {
     const f = computeFigures({ closed: [], positions: [], trades: [] });
     expect(f).toEqual({
-      totalPnl: 0, roi: 0, winRate: 0, wins: 0, losses: 0, bestTrade: 0, sharpeRatio: 0, tradeCount: 0, avgEntry: 0, avgTrade: 0,
-      sparkline: [], topPositions: [], recentTrades: [],
+      totalPnl: 0,
+      roi: 0,
+      winRate: 0,
+      wins: 0,
+      losses: 0,
+      bestTrade: 0,
+      sharpeRatio: 0,
+      tradeCount: 0,
+      avgEntry: 0,
+      avgTrade: 0,
+      sparkline: [],
+      topPositions: [],
+      recentTrades: [],
     });
   });
 
   it('sparkline keeps the last 30 cumulative points', () => {
-    const many = parseRows(ClosedPositionRowSchema, Array.from({ length: 45 }, (_, i) => closed(`a${i}`, 0.5, 2, 1, 1000 + i))).rows;
+    const many = parseRows(
+      ClosedPositionRowSchema,
+      Array.from({ length: 45 }, (_, i) => closed(`a${i}`, 0.5, 2, 1, 1000 + i)),
+    ).rows;
     const f = computeFigures({ closed: many, positions: [], trades: [] });
     expect(f.sparkline).toHaveLength(30);
     expect(f.sparkline[0]).toBe(16);

@@ -80,12 +80,44 @@ function seedBoards(fake: FakeDataApi, bump = 0) {
 }
 
 const closedRow = (asset: string, avgPrice: number, totalBought: number, realizedPnl: number, timestamp: number, outcome = 'Yes') => ({
-  proxyWallet: HERO.wallet, asset, conditionId: `0x${'c'.repeat(64)}`, avgPrice, totalBought, realizedPnl, curPrice: realizedPnl > 0 ? 1 : 0,
-  timestamp, title: `Market ${asset}`, slug: 's', icon: '', eventSlug: 's', outcome, outcomeIndex: 0, oppositeOutcome: 'No', oppositeAsset: '9', endDate: '2026-01-01',
+  proxyWallet: HERO.wallet,
+  asset,
+  conditionId: `0x${'c'.repeat(64)}`,
+  avgPrice,
+  totalBought,
+  realizedPnl,
+  curPrice: realizedPnl > 0 ? 1 : 0,
+  timestamp,
+  title: `Market ${asset}`,
+  slug: 's',
+  icon: '',
+  eventSlug: 's',
+  outcome,
+  outcomeIndex: 0,
+  oppositeOutcome: 'No',
+  oppositeAsset: '9',
+  endDate: '2026-01-01',
 });
 const tradeRow = (side: 'BUY' | 'SELL', size: number, price: number, timestamp: number) => ({
-  proxyWallet: HERO.wallet, side, asset: '1', conditionId: `0x${'d'.repeat(64)}`, size, price, timestamp, title: 'Hero market', slug: 's', icon: '',
-  eventSlug: 's', outcome: 'Yes', outcomeIndex: 0, name: 'Hero', pseudonym: 'Hero-P', bio: '', profileImage: '', profileImageOptimized: '', transactionHash: '0x1',
+  proxyWallet: HERO.wallet,
+  side,
+  asset: '1',
+  conditionId: `0x${'d'.repeat(64)}`,
+  size,
+  price,
+  timestamp,
+  title: 'Hero market',
+  slug: 's',
+  icon: '',
+  eventSlug: 's',
+  outcome: 'Yes',
+  outcomeIndex: 0,
+  name: 'Hero',
+  pseudonym: 'Hero-P',
+  bio: '',
+  profileImage: '',
+  profileImageOptimized: '',
+  transactionHash: '0x1',
 });
 
 let fake: FakeDataApi;
@@ -102,7 +134,9 @@ async function walk(query: string, limit: number) {
   let cursor: string | null = null;
   let pages = 0;
   do {
-    const { status, body } = await get(`/api/v1/leaderboard?${query}&limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const { status, body } = await get(
+      `/api/v1/leaderboard?${query}&limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    );
     expect(status).toBe(200);
     expect(body.traders.length).toBeLessThanOrEqual(limit);
     all.push(...body.traders);
@@ -129,10 +163,32 @@ beforeAll(async () => {
     ],
     positions: [
       {
-        proxyWallet: HERO.wallet, asset: '77', conditionId: `0x${'e'.repeat(64)}`, size: 100, avgPrice: 0.55, initialValue: 55, currentValue: 75,
-        cashPnl: 20, percentPnl: 36.36, totalBought: 100, realizedPnl: 0, percentRealizedPnl: 0, curPrice: 0.75, redeemable: false,
-        mergeable: false, title: 'Open market', slug: 'o', icon: '', eventId: '1', eventSlug: 'o', outcome: 'Yes', outcomeIndex: 0,
-        oppositeOutcome: 'No', oppositeAsset: '78', endDate: '2026-12-31', negativeRisk: false,
+        proxyWallet: HERO.wallet,
+        asset: '77',
+        conditionId: `0x${'e'.repeat(64)}`,
+        size: 100,
+        avgPrice: 0.55,
+        initialValue: 55,
+        currentValue: 75,
+        cashPnl: 20,
+        percentPnl: 36.36,
+        totalBought: 100,
+        realizedPnl: 0,
+        percentRealizedPnl: 0,
+        curPrice: 0.75,
+        redeemable: false,
+        mergeable: false,
+        title: 'Open market',
+        slug: 'o',
+        icon: '',
+        eventId: '1',
+        eventSlug: 'o',
+        outcome: 'Yes',
+        outcomeIndex: 0,
+        oppositeOutcome: 'No',
+        oppositeAsset: '78',
+        endDate: '2026-12-31',
+        negativeRisk: false,
       },
     ],
     trades: [tradeRow('BUY', 100, 0.4, NOW - 9 * DAY), tradeRow('BUY', 300, 0.6, NOW - 4 * DAY), tradeRow('SELL', 50, 0.9, NOW - 60)],
@@ -167,7 +223,8 @@ describe('GET /api/v1/leaderboard', () => {
       expect(e.displayName.length).toBeGreaterThan(0);
       expect(e.avatarUrl).toMatch(/^https?:\/\//);
       expect(typeof e.isKol).toBe('boolean');
-      for (const f of ['pnl', 'roi', 'winRate', 'volume', 'bestTrade', 'sharpeRatio', 'avgEntry', 'avgTrade']) expect(Number.isFinite(e[f])).toBe(true);
+      for (const f of ['pnl', 'roi', 'winRate', 'volume', 'bestTrade', 'sharpeRatio', 'avgEntry', 'avgTrade'])
+        expect(Number.isFinite(e[f])).toBe(true);
       for (const f of ['tradeCount', 'wins', 'losses']) expect(Number.isInteger(e[f])).toBe(true);
       expect(Array.isArray(e.sparkline)).toBe(true);
       expect(e.sparkline.length).toBeLessThanOrEqual(30);
@@ -189,7 +246,14 @@ describe('GET /api/v1/leaderboard', () => {
   });
 
   const SORTS: Record<string, string> = {
-    pnl: 'pnl', roi: 'roi', winrate: 'winRate', volume: 'volume', avgEntry: 'avgEntry', avgTrade: 'avgTrade', sharpeRatio: 'sharpeRatio', tradeCount: 'tradeCount',
+    pnl: 'pnl',
+    roi: 'roi',
+    winrate: 'winRate',
+    volume: 'volume',
+    avgEntry: 'avgEntry',
+    avgTrade: 'avgTrade',
+    sharpeRatio: 'sharpeRatio',
+    tradeCount: 'tradeCount',
   };
   for (const [sort, field] of Object.entries(SORTS)) {
     for (const dir of ['asc', 'desc'] as const) {
@@ -229,7 +293,10 @@ describe('GET /api/v1/leaderboard', () => {
 
   it('kol tab: verified traders only, ranked among themselves', async () => {
     const all = await walk('tab=kol', 7);
-    const expected = traders.filter((x) => x.kol).sort((a, b) => b.pnl - a.pnl || cmp(a.wallet, b.wallet)).map((x) => x.wallet);
+    const expected = traders
+      .filter((x) => x.kol)
+      .sort((a, b) => b.pnl - a.pnl || cmp(a.wallet, b.wallet))
+      .map((x) => x.wallet);
     expect(all.map((e) => e.walletAddress)).toEqual(expected);
     expect(all.every((e) => e.isKol)).toBe(true);
     expect(all.map((e) => e.rank)).toEqual(expected.map((_, k) => k + 1));
@@ -266,11 +333,23 @@ describe('GET /api/v1/leaderboard', () => {
     const w = traders[42].wallet;
     const byAddr = await walk(`search=${w.slice(5, 17).toUpperCase()}`, 100);
     expect(byAddr.map((e) => e.walletAddress)).toContain(w);
-    expect((await walk('search=nobody-has-this', 10))).toEqual([]);
+    expect(await walk('search=nobody-has-this', 10)).toEqual([]);
   });
 
   it('limit bounds and unknown values → 400 VALIDATION_ERROR', async () => {
-    for (const q of ['limit=0', 'limit=101', 'limit=abc', 'limit=1.5', 'sort=rank', 'sortDirection=up', 'period=1W', 'category=ESPORTS', 'tab=all', `search=${'a'.repeat(101)}`, 'unknown=1']) {
+    for (const q of [
+      'limit=0',
+      'limit=101',
+      'limit=abc',
+      'limit=1.5',
+      'sort=rank',
+      'sortDirection=up',
+      'period=1W',
+      'category=ESPORTS',
+      'tab=all',
+      `search=${'a'.repeat(101)}`,
+      'unknown=1',
+    ]) {
       const { status, body } = await get(`/api/v1/leaderboard?${q}`);
       expect(status, q).toBe(400);
       expect(body.code, q).toBe('VALIDATION_ERROR');
@@ -368,7 +447,8 @@ describe('GET /api/v1/leaderboard/biggest-wins', () => {
     const day = await get('/api/v1/leaderboard/biggest-wins?period=1D&limit=50');
     expect(all.body.length).toBeGreaterThan(day.body.length);
     expect((await get('/api/v1/leaderboard/biggest-wins?limit=3')).body).toHaveLength(3);
-    for (const q of ['limit=51', 'limit=0', 'period=2D']) expect((await get(`/api/v1/leaderboard/biggest-wins?${q}`)).body.code).toBe('VALIDATION_ERROR');
+    for (const q of ['limit=51', 'limit=0', 'period=2D'])
+      expect((await get(`/api/v1/leaderboard/biggest-wins?${q}`)).body.code).toBe('VALIDATION_ERROR');
   });
 });
 
@@ -380,10 +460,25 @@ describe('GET /api/v1/leaderboard/:address', () => {
     expect(res.body).toMatchObject({ walletAddress: HERO.wallet, displayName: HERO.userName, totalPnl: 1_000_000, totalTrades: 3 });
     expect(res.body.winRate).toBeCloseTo(2 / 3, 6);
     expect(res.body.topPositions).toEqual([
-      { marketId: `0x${'e'.repeat(64)}`, marketTitle: 'Open market', outcome: 'Yes', size: 100, avgPrice: 0.55, currentPrice: 0.75, value: 75, pnl: 20 },
+      {
+        marketId: `0x${'e'.repeat(64)}`,
+        marketTitle: 'Open market',
+        outcome: 'Yes',
+        size: 100,
+        avgPrice: 0.55,
+        currentPrice: 0.75,
+        value: 75,
+        pnl: 20,
+      },
     ]);
     expect(res.body.recentTrades[0]).toEqual({
-      marketId: `0x${'d'.repeat(64)}`, marketTitle: 'Hero market', side: 'sell', outcome: 'Yes', price: 0.9, size: 50, timestamp: new Date((NOW - 60) * 1000).toISOString(),
+      marketId: `0x${'d'.repeat(64)}`,
+      marketTitle: 'Hero market',
+      side: 'sell',
+      outcome: 'Yes',
+      price: 0.9,
+      size: 50,
+      timestamp: new Date((NOW - 60) * 1000).toISOString(),
     });
     expect(fake.server.requests).toHaveLength(0);
   });
@@ -400,7 +495,15 @@ describe('GET /api/v1/leaderboard/:address', () => {
     fake.server.reset();
     const res = await get(`/api/v1/leaderboard/${stranger}?period=7D`);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ walletAddress: stranger, displayName: 'Stranger-P', totalPnl: 50, roi: 1, winRate: 1, totalTrades: 1, topPositions: [] });
+    expect(res.body).toMatchObject({
+      walletAddress: stranger,
+      displayName: 'Stranger-P',
+      totalPnl: 50,
+      roi: 1,
+      winRate: 1,
+      totalTrades: 1,
+      topPositions: [],
+    });
     expect(res.body.recentTrades).toHaveLength(1);
     const calls = fake.server.requests.length;
     expect(calls).toBeGreaterThanOrEqual(3);
@@ -417,7 +520,14 @@ describe('GET /api/v1/leaderboard/:address', () => {
     const res = await get(`/api/v1/leaderboard/${nobody}`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
-      walletAddress: nobody, displayName: `${nobody.slice(0, 6)}…${nobody.slice(-4)}`, totalPnl: 0, roi: 0, winRate: 0, totalTrades: 0, topPositions: [], recentTrades: [],
+      walletAddress: nobody,
+      displayName: `${nobody.slice(0, 6)}…${nobody.slice(-4)}`,
+      totalPnl: 0,
+      roi: 0,
+      winRate: 0,
+      totalTrades: 0,
+      topPositions: [],
+      recentTrades: [],
     });
   });
 
@@ -482,7 +592,13 @@ describe('leaderboard-sync', () => {
   it('a partial board (one page failing) keeps its last snapshot while the others switch', async () => {
     const before = new Map((await t.db.db.select().from(leaderboardCurrent)).map((r) => [`${r.category}|${r.period}`, r.snapshotId]));
     seedBoards(fake, 1); // every filler board changes
-    fake.failWhen((r) => r.path === '/v1/leaderboard' && r.query.get('category') === 'OVERALL' && r.query.get('timePeriod') === 'WEEK' && r.query.get('offset') === '50');
+    fake.failWhen(
+      (r) =>
+        r.path === '/v1/leaderboard' &&
+        r.query.get('category') === 'OVERALL' &&
+        r.query.get('timePeriod') === 'WEEK' &&
+        r.query.get('offset') === '50',
+    );
     let outcome;
     try {
       outcome = await runJob('leaderboard-sync');
@@ -500,9 +616,15 @@ describe('leaderboard-sync', () => {
 
   it('replaced snapshots are pruned after the retention; a cursor that outlived its snapshot continues on the current one', async () => {
     const first = await get('/api/v1/leaderboard?limit=60');
-    const [old] = await t.db.db.select().from(leaderboardCurrent).where(and(eq(leaderboardCurrent.category, 'OVERALL'), eq(leaderboardCurrent.period, '7D')));
+    const [old] = await t.db.db
+      .select()
+      .from(leaderboardCurrent)
+      .where(and(eq(leaderboardCurrent.category, 'OVERALL'), eq(leaderboardCurrent.period, '7D')));
     expect((await runJob('leaderboard-sync')).ok).toBe(true);
-    await t.db.db.update(leaderboardSnapshots).set({ createdAt: new Date(Date.now() - 3_600_000) }).where(eq(leaderboardSnapshots.id, old.snapshotId));
+    await t.db.db
+      .update(leaderboardSnapshots)
+      .set({ createdAt: new Date(Date.now() - 3_600_000) })
+      .where(eq(leaderboardSnapshots.id, old.snapshotId));
     expect((await runJob('leaderboard-sync')).ok).toBe(true);
     expect(await t.db.db.select().from(leaderboardSnapshots).where(eq(leaderboardSnapshots.id, old.snapshotId))).toHaveLength(0);
     const rest = await get(`/api/v1/leaderboard?limit=100&cursor=${encodeURIComponent(first.body.nextCursor)}`);

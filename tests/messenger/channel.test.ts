@@ -68,9 +68,11 @@ describe('messengerChannel.deliver', () => {
     expect(tg.attempts).toHaveLength(0);
   });
 
-  it("a type the user turned off → skipped; other types still go", async () => {
+  it('a type the user turned off → skipped; other types still go', async () => {
     const { user } = await boundUser();
-    await t.app.db.insert(pushPreferences).values({ userId: user.id, enabled: false, types: { order_filled: false, mission_completed: true } });
+    await t.app.db
+      .insert(pushPreferences)
+      .values({ userId: user.id, enabled: false, types: { order_filled: false, mission_completed: true } });
     expect(await messengerChannel.deliver(deps, notification(user.id, 'order_filled'))).toBe('skipped');
     expect(tg.attempts).toHaveLength(0);
     expect(await messengerChannel.deliver(deps, notification(user.id, 'mission_completed'))).toBe('sent');
@@ -95,7 +97,11 @@ describe('messengerChannel.deliver', () => {
   it('429 and 5xx throw (the outbox retries) and keep the binding', async () => {
     const { user } = await boundUser();
     tg.floodNext(1);
-    await expect(messengerChannel.deliver(deps, notification(user.id))).rejects.toMatchObject({ name: 'TelegramApiError', errorCode: 429, retryAfter: 1 });
+    await expect(messengerChannel.deliver(deps, notification(user.id))).rejects.toMatchObject({
+      name: 'TelegramApiError',
+      errorCode: 429,
+      retryAfter: 1,
+    });
     tg.server.failNext(1, 502, { ok: false, error_code: 502, description: 'Bad Gateway' });
     await expect(messengerChannel.deliver(deps, notification(user.id))).rejects.toMatchObject({ errorCode: 502 });
     expect(await bindingOf(t.app, user.id)).toBeDefined();

@@ -35,9 +35,10 @@ export function textUpdate(fromId: number, text: string, opts: { updateId?: numb
       message_id: 42,
       date: 1767225600,
       from: { id: fromId, is_bot: false, first_name: 'Ann', username: 'ann', language_code: 'en' },
-      chat: opts.chatType && opts.chatType !== 'private'
-        ? { id: opts.chatId ?? -100123, type: opts.chatType, title: 'A group' }
-        : { id: opts.chatId ?? fromId, type: 'private', first_name: 'Ann', username: 'ann' },
+      chat:
+        opts.chatType && opts.chatType !== 'private'
+          ? { id: opts.chatId ?? -100123, type: opts.chatType, title: 'A group' }
+          : { id: opts.chatId ?? fromId, type: 'private', first_name: 'Ann', username: 'ann' },
       text,
       ...(command ? { entities: [{ offset: 0, length: command[0].length, type: 'bot_command' }] } : {}),
     },
@@ -60,16 +61,26 @@ export async function bindingOf(app: FastifyInstance, userId: string) {
 }
 
 export async function bindingOfMessenger(app: FastifyInstance, messengerId: number) {
-  const rows = await app.db.select().from(messengerBindings).where(eq(messengerBindings.messengerId, BigInt(messengerId)));
+  const rows = await app.db
+    .select()
+    .from(messengerBindings)
+    .where(eq(messengerBindings.messengerId, BigInt(messengerId)));
   return rows[0];
 }
 
-export async function countRows(app: FastifyInstance, table: 'messenger_updates' | 'messenger_bindings' | 'messenger_link_codes'): Promise<number> {
+export async function countRows(
+  app: FastifyInstance,
+  table: 'messenger_updates' | 'messenger_bindings' | 'messenger_link_codes',
+): Promise<number> {
   const rows = await app.dbh.rows<{ n: number | string }>(sql.raw(`select count(*)::int as n from ${table}`));
   return Number(rows[0].n);
 }
 
-export function expectProblemShape(res: { statusCode: number; body: string; headers: Record<string, unknown>; json(): any }, status: number, code: string) {
+export function expectProblemShape(
+  res: { statusCode: number; body: string; headers: Record<string, unknown>; json(): any },
+  status: number,
+  code: string,
+) {
   if (res.statusCode !== status) throw new Error(`expected ${status}, got ${res.statusCode}: ${res.body}`);
   const body = res.json();
   if (!String(res.headers['content-type']).startsWith('application/problem+json') || body.code !== code || body.status !== status) {

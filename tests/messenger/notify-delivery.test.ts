@@ -21,7 +21,9 @@ describe('notify → messenger', () => {
   it('a notification raised by another service reaches the bound chat through the outbox', async () => {
     const user = await createUser(t.app);
     const chatId = 6_000_000_123;
-    await t.app.db.insert(messengerBindings).values({ messengerId: BigInt(chatId), userId: user.id, chatId: BigInt(chatId), walletType: 'connected', connectedAt: new Date() });
+    await t.app.db
+      .insert(messengerBindings)
+      .values({ messengerId: BigInt(chatId), userId: user.id, chatId: BigInt(chatId), walletType: 'connected', connectedAt: new Date() });
     const res = await t.app.inject({
       method: 'POST',
       url: '/api/v1/internal/notifications',

@@ -96,7 +96,11 @@ describe('webhook secret (decisions.md §7)', () => {
       expect(await countRows(other.app, 'messenger_updates')).toBe(before);
 
       const user = await createUser(other.app);
-      const link = await other.app.inject({ method: 'POST', url: '/api/v1/messenger-bot/link', headers: { authorization: `Bearer ${user.token}` } });
+      const link = await other.app.inject({
+        method: 'POST',
+        url: '/api/v1/messenger-bot/link',
+        headers: { authorization: `Bearer ${user.token}` },
+      });
       expectProblemShape(link, 503, 'UNAVAILABLE');
     } finally {
       await other.close();
@@ -132,7 +136,11 @@ describe('linking (POST /link + /start <code>)', () => {
     expect(replies[0]).toMatch(/^Linked/);
     expect(replies[0]).toContain(user.walletAddress);
 
-    const status = await t.app.inject({ method: 'GET', url: '/api/v1/messenger-bot/link', headers: { authorization: `Bearer ${user.token}` } });
+    const status = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/messenger-bot/link',
+      headers: { authorization: `Bearer ${user.token}` },
+    });
     expect(status.statusCode).toBe(200);
     expect(status.json()).toMatchObject({ linked: true, walletType: 'connected' });
     expect(typeof status.json().connectedAt).toBe('string');
@@ -141,7 +149,8 @@ describe('linking (POST /link + /start <code>)', () => {
   it('POST /link is limited to 10 a minute per user', async () => {
     const user = await createUser(t.app);
     const other = await createUser(t.app);
-    const post = (u: TestUser) => t.app.inject({ method: 'POST', url: '/api/v1/messenger-bot/link', headers: { authorization: `Bearer ${u.token}` } });
+    const post = (u: TestUser) =>
+      t.app.inject({ method: 'POST', url: '/api/v1/messenger-bot/link', headers: { authorization: `Bearer ${u.token}` } });
     for (let i = 0; i < 10; i++) expect((await post(user)).statusCode).toBe(201);
     const limited = await post(user);
     expectProblemShape(limited, 429, 'RATE_LIMITED');
@@ -247,7 +256,10 @@ describe('idempotency per update_id', () => {
     const update = textUpdate(tgId, '/status');
     for (let i = 0; i < 3; i++) expect((await postUpdate(t.app, update)).statusCode).toBe(200);
     expect(repliesTo(tgId)).toHaveLength(1);
-    const rows = await t.app.db.select().from(messengerUpdates).where(eq(messengerUpdates.updateId, BigInt(update.update_id)));
+    const rows = await t.app.db
+      .select()
+      .from(messengerUpdates)
+      .where(eq(messengerUpdates.updateId, BigInt(update.update_id)));
     expect(rows).toHaveLength(1);
   });
 
@@ -332,7 +344,17 @@ describe('commands', () => {
 describe('malformed updates → 200, nothing stored beyond the update id', () => {
   it('bodies that are not updates store nothing at all', async () => {
     const before = await countRows(t.app, 'messenger_updates');
-    for (const body of ['{}', '[]', '"hello"', 'null', '42', '{"update_id":"1"}', '{"update_id":-5}', '{"update_id":1.5}', '{"message":{"text":"/status"}}']) {
+    for (const body of [
+      '{}',
+      '[]',
+      '"hello"',
+      'null',
+      '42',
+      '{"update_id":"1"}',
+      '{"update_id":-5}',
+      '{"update_id":1.5}',
+      '{"message":{"text":"/status"}}',
+    ]) {
       const res = await postUpdate(t.app, body);
       expect(res.statusCode, body).toBe(200);
       expect(res.json()).toEqual({ ok: true });
@@ -356,7 +378,11 @@ describe('malformed updates → 200, nothing stored beyond the update id', () =>
       { update_id: newUpdateId(), message: 'not an object' },
       { update_id: newUpdateId(), message: { message_id: 1, chat: { id: tgId, type: 'private' }, text: '/unlink' } },
       { ...sticker, update_id: newUpdateId() },
-      { ...textUpdate(tgId, '/unlink'), update_id: newUpdateId(), message: { ...textUpdate(tgId, '/unlink').message, from: { id: tgId, is_bot: true } } },
+      {
+        ...textUpdate(tgId, '/unlink'),
+        update_id: newUpdateId(),
+        message: { ...textUpdate(tgId, '/unlink').message, from: { id: tgId, is_bot: true } },
+      },
       textUpdate(tgId, '/unlink', { chatType: 'supergroup' }),
       textUpdate(tgId, `/unlink@SomeOtherBot`),
       textUpdate(tgId, '/frobnicate'),
@@ -380,7 +406,12 @@ describe('malformed updates → 200, nothing stored beyond the update id', () =>
     const res = await postUpdate(t.app, '{"update_id": 1,');
     expectProblemShape(res, 400, 'VALIDATION_ERROR');
     const post = (type: string, payload: string) =>
-      t.app.inject({ method: 'POST', url: WEBHOOK, headers: { 'content-type': type, 'x-telegram-bot-api-secret-token': WEBHOOK_SECRET }, payload });
+      t.app.inject({
+        method: 'POST',
+        url: WEBHOOK,
+        headers: { 'content-type': type, 'x-telegram-bot-api-secret-token': WEBHOOK_SECRET },
+        payload,
+      });
     expect((await post('text/plain', '{"update_id": 99}')).statusCode).toBe(200);
     expectProblemShape(await post('application/x-www-form-urlencoded', 'update_id=99'), 415, 'UNSUPPORTED_MEDIA_TYPE');
     expect(await countRows(t.app, 'messenger_updates')).toBe(before);
@@ -421,7 +452,9 @@ describe('pruning', () => {
     const rows = await t.app.db.select().from(messengerUpdates).where(eq(messengerUpdates.updateId, 7n));
     expect(rows).toHaveLength(0);
     expect(await t.app.db.select().from(messengerLinkCodes).where(eq(messengerLinkCodes.codeHash, 'dead-code-hash'))).toHaveLength(0);
-    const recent = await t.app.dbh.rows<{ n: number }>(sql`select count(*)::int as n from messenger_updates where received_at > now() - interval '1 hour'`);
+    const recent = await t.app.dbh.rows<{ n: number }>(
+      sql`select count(*)::int as n from messenger_updates where received_at > now() - interval '1 hour'`,
+    );
     expect(Number(recent[0].n)).toBeGreaterThan(0);
   });
 });

@@ -4,7 +4,10 @@ import { eventGroups, markets, users } from '../../drizzle/index.js';
 import type { Db } from '../../src/db/index.js';
 
 /** A user row and a bearer token for it (no sign-in flow needed). */
-export async function createUser(app: FastifyInstance, db: Db = app.db): Promise<{ id: string; token: string; auth: { authorization: string } }> {
+export async function createUser(
+  app: FastifyInstance,
+  db: Db = app.db,
+): Promise<{ id: string; token: string; auth: { authorization: string } }> {
   const walletAddress = `0x${randomBytes(20).toString('hex')}`;
   const [u] = await db.insert(users).values({ chain: 'evm', walletAddress, authMethod: 'wallet' }).returning({ id: users.id });
   const token = app.signAccessToken({ id: u.id, walletAddress, chain: 'evm' });
@@ -12,12 +15,17 @@ export async function createUser(app: FastifyInstance, db: Db = app.db): Promise
 }
 
 /** An event group with one market. */
-export async function createMarket(db: Db, opts: { id?: string; title?: string; yesPrice?: number } = {}): Promise<{ id: string; title: string }> {
+export async function createMarket(
+  db: Db,
+  opts: { id?: string; title?: string; yesPrice?: number } = {},
+): Promise<{ id: string; title: string }> {
   const id = opts.id ?? `pm-${randomUUID()}`;
   const title = opts.title ?? `Will ${id} happen?`;
   const groupId = `pm-g-${id}`;
   await db.insert(eventGroups).values({ id: groupId, venue: 'polymarket', venueEventId: groupId, slug: groupId, title: `Group ${id}` });
-  await db.insert(markets).values({ id, eventGroupId: groupId, venue: 'polymarket', venueMarketId: id, title, yesPrice: opts.yesPrice ?? 0.5 });
+  await db
+    .insert(markets)
+    .values({ id, eventGroupId: groupId, venue: 'polymarket', venueMarketId: id, title, yesPrice: opts.yesPrice ?? 0.5 });
   return { id, title };
 }
 
@@ -40,7 +48,11 @@ export async function eventually<T>(fn: () => Promise<T | undefined | null | fal
   }
 }
 
-export function expectProblemShape(res: { statusCode: number; body: string; headers: Record<string, unknown>; json(): any }, status: number, code: string) {
+export function expectProblemShape(
+  res: { statusCode: number; body: string; headers: Record<string, unknown>; json(): any },
+  status: number,
+  code: string,
+) {
   if (res.statusCode !== status) throw new Error(`expected ${status} ${code}, got ${res.statusCode}: ${res.body}`);
   const ct = String(res.headers['content-type']);
   if (!ct.startsWith('application/problem+json')) throw new Error(`not problem+json: ${ct}`);

@@ -5,7 +5,12 @@ import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeExpo, type FakeExpo } from '../fakes/expo.js';
 import { notify, type NotifyDeps } from '../../src/domains/notifications/service.js';
 import { userNotificationsChannel, deliveryChannels } from '../../src/domains/notifications/channels.js';
-import { drainDeliveries, FAILED_RETENTION_MS, pruneSettledDeliveries, SETTLED_RETENTION_MS } from '../../src/domains/notifications/delivery.js';
+import {
+  drainDeliveries,
+  FAILED_RETENTION_MS,
+  pruneSettledDeliveries,
+  SETTLED_RETENTION_MS,
+} from '../../src/domains/notifications/delivery.js';
 import { NOTIFICATION_TYPES } from '../../src/lib/notify-types.js';
 import { createUser, eventually, expectProblemShape, recordPublishes } from './fixtures.js';
 
@@ -25,13 +30,20 @@ afterAll(async () => {
 });
 beforeEach(() => expo.reset());
 
-const list = (auth: Record<string, string>, query = '') => t.app.inject({ method: 'GET', url: `/api/v1/notifications${query}`, headers: auth });
+const list = (auth: Record<string, string>, query = '') =>
+  t.app.inject({ method: 'GET', url: `/api/v1/notifications${query}`, headers: auth });
 
 describe('notify()', () => {
   it('stores the notification, returns it, and publishes it on the user channel', async () => {
     const u = await createUser(t.app);
     const rec = recordPublishes(t.app);
-    const n = await notify(deps, { userId: u.id, type: 'order_filled', title: 'Order filled', message: 'Your order filled', data: { orderId: 'o1', marketId: 'm1' } });
+    const n = await notify(deps, {
+      userId: u.id,
+      type: 'order_filled',
+      title: 'Order filled',
+      message: 'Your order filled',
+      data: { orderId: 'o1', marketId: 'm1' },
+    });
     rec.stop();
     expect(n).toMatchObject({ userId: u.id, type: 'order_filled', read: false, data: { orderId: 'o1', marketId: 'm1' } });
     expect(userNotificationsChannel(u.id)).toBe(`user:${u.id}:notifications`);
@@ -60,7 +72,9 @@ describe('notify()', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.json()).toEqual({
-      notifications: [{ id: n.id, type: 'position_resolved', title, message: '<b>&amp;</b>', read: false, data, createdAt: n.createdAt.toISOString() }],
+      notifications: [
+        { id: n.id, type: 'position_resolved', title, message: '<b>&amp;</b>', read: false, data, createdAt: n.createdAt.toISOString() },
+      ],
       unreadCount: 1,
       nextCursor: null,
     });
@@ -94,12 +108,17 @@ describe('outbox pruning', () => {
       { tag: 'failed-old', status: 'failed', updatedAt: ago(FAILED_RETENTION_MS + 60_000), kept: false },
       { tag: 'pending-ancient', status: 'pending', updatedAt: ago(FAILED_RETENTION_MS * 10), kept: true },
     ];
-    await t.app.db.insert(notificationDeliveries).values(
-      rows.map((r) => ({ notificationId: n.id, channel: 'push', status: r.status, lastError: r.tag, updatedAt: r.updatedAt })),
-    );
+    await t.app.db
+      .insert(notificationDeliveries)
+      .values(rows.map((r) => ({ notificationId: n.id, channel: 'push', status: r.status, lastError: r.tag, updatedAt: r.updatedAt })));
     expect(await pruneSettledDeliveries(t.app.db, now)).toBeGreaterThanOrEqual(3);
     const left = await t.app.db.select().from(notificationDeliveries).where(eq(notificationDeliveries.notificationId, n.id));
-    expect(left.map((r) => r.lastError).sort()).toEqual(rows.filter((r) => r.kept).map((r) => r.tag).sort());
+    expect(left.map((r) => r.lastError).sort()).toEqual(
+      rows
+        .filter((r) => r.kept)
+        .map((r) => r.tag)
+        .sort(),
+    );
     const [stored] = await t.app.db.select().from(notifications).where(eq(notifications.id, n.id));
     expect(stored?.title).toBe('Old');
     // Nothing more to prune: idempotent.
@@ -183,7 +202,17 @@ describe('GET /api/v1/notifications', () => {
 
   it('rejects invalid query values with 400 VALIDATION_ERROR', async () => {
     const u = await createUser(t.app);
-    for (const q of ['?limit=0', '?limit=101', '?limit=abc', '?limit=1.5', '?read=yes', '?read=1', '?read=TRUE', '?type=unknown_type', '?type=']) {
+    for (const q of [
+      '?limit=0',
+      '?limit=101',
+      '?limit=abc',
+      '?limit=1.5',
+      '?read=yes',
+      '?read=1',
+      '?read=TRUE',
+      '?type=unknown_type',
+      '?type=',
+    ]) {
       const body = expectProblemShape(await list(u.auth, q), 400, 'VALIDATION_ERROR');
       expect(body.errors.length).toBeGreaterThan(0);
     }
@@ -197,13 +226,15 @@ describe('GET /api/v1/notifications', () => {
     for (let i = 0; i < 3; i++) await notify(deps, { userId: u.id, type: 'order_filled', title: `t${i}`, message: 'm' });
     const { nextCursor } = (await list(u.auth, '?limit=1')).json();
     const [payload, mac] = nextCursor.split('.');
-    const forged = Buffer.from(JSON.stringify({ t: '2099-01-01T00:00:00.000000Z', i: '00000000-0000-0000-0000-000000000000' })).toString('base64url');
+    const forged = Buffer.from(JSON.stringify({ t: '2099-01-01T00:00:00.000000Z', i: '00000000-0000-0000-0000-000000000000' })).toString(
+      'base64url',
+    );
     for (const c of [`${forged}.${mac}`, `${payload}.${mac.slice(0, -2)}xx`, 'garbage', `${payload}`]) {
       expectProblemShape(await list(u.auth, `?cursor=${encodeURIComponent(c)}`), 400, 'INVALID_CURSOR');
     }
   });
 
-  it('never shows another user\'s notifications', async () => {
+  it("never shows another user's notifications", async () => {
     const a = await createUser(t.app);
     const b = await createUser(t.app);
     await notify(deps, { userId: a.id, type: 'order_filled', title: 'a', message: 'a' });
@@ -214,7 +245,11 @@ describe('GET /api/v1/notifications', () => {
 
 describe('unreadCount (kept by triggers in notification_counters)', () => {
   const actual = async (userId: string) =>
-    Number((await t.app.dbh.rows<{ n: number }>(sql`select count(*)::int as n from notifications where user_id = ${userId}::uuid and not read`))[0].n);
+    Number(
+      (
+        await t.app.dbh.rows<{ n: number }>(sql`select count(*)::int as n from notifications where user_id = ${userId}::uuid and not read`)
+      )[0].n,
+    );
   const shown = async (u: { auth: Record<string, string> }) => (await list(u.auth, '?limit=1')).json().unreadCount as number;
   const expectConsistent = async (...users: Array<{ id: string; auth: Record<string, string> }>) => {
     for (const u of users) expect(await shown(u)).toBe(await actual(u.id));
@@ -231,14 +266,26 @@ describe('unreadCount (kept by triggers in notification_counters)', () => {
     expect(await actual(a.id)).toBe(9);
     await expectConsistent(a, b);
 
-    const [first] = await t.app.db.select().from(notifications).where(and(eq(notifications.userId, a.id), eq(notifications.read, false))).limit(1);
+    const [first] = await t.app.db
+      .select()
+      .from(notifications)
+      .where(and(eq(notifications.userId, a.id), eq(notifications.read, false)))
+      .limit(1);
     await t.app.inject({ method: 'PATCH', url: `/api/v1/notifications/${first.id}`, headers: a.auth });
     await t.app.inject({ method: 'PATCH', url: `/api/v1/notifications/${first.id}`, headers: a.auth }); // already read: no change
     await expectConsistent(a, b);
     expect(await shown(a)).toBe(8);
 
-    const [unread] = await t.app.db.select().from(notifications).where(and(eq(notifications.userId, b.id), eq(notifications.read, false))).limit(1);
-    const [read] = await t.app.db.select().from(notifications).where(and(eq(notifications.userId, b.id), eq(notifications.read, true))).limit(1);
+    const [unread] = await t.app.db
+      .select()
+      .from(notifications)
+      .where(and(eq(notifications.userId, b.id), eq(notifications.read, false)))
+      .limit(1);
+    const [read] = await t.app.db
+      .select()
+      .from(notifications)
+      .where(and(eq(notifications.userId, b.id), eq(notifications.read, true)))
+      .limit(1);
     await t.app.inject({ method: 'DELETE', url: `/api/v1/notifications/${unread.id}`, headers: b.auth });
     await t.app.inject({ method: 'DELETE', url: `/api/v1/notifications/${read.id}`, headers: b.auth });
     await expectConsistent(a, b);
@@ -265,7 +312,15 @@ describe('PATCH and DELETE', () => {
     const n = await notify(deps, { userId: u.id, type: 'order_filled', title: 'a', message: 'a', data: { orderId: 'o' } });
     const res = await t.app.inject({ method: 'PATCH', url: `/api/v1/notifications/${n.id}`, headers: u.auth });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ id: n.id, type: 'order_filled', title: 'a', message: 'a', read: true, data: { orderId: 'o' }, createdAt: n.createdAt.toISOString() });
+    expect(res.json()).toEqual({
+      id: n.id,
+      type: 'order_filled',
+      title: 'a',
+      message: 'a',
+      read: true,
+      data: { orderId: 'o' },
+      createdAt: n.createdAt.toISOString(),
+    });
     const again = await t.app.inject({ method: 'PATCH', url: `/api/v1/notifications/${n.id}`, headers: u.auth });
     expect(again.statusCode).toBe(200);
     const l = (await list(u.auth)).json();
@@ -278,14 +333,22 @@ describe('PATCH and DELETE', () => {
     const other = await createUser(t.app);
     const n = await notify(deps, { userId: owner.id, type: 'order_filled', title: 'a', message: 'a' });
     for (const id of [n.id, '3f1c2a4e-0000-4000-8000-000000000000', 'not-a-uuid', '1']) {
-      expectProblemShape(await t.app.inject({ method: 'PATCH', url: `/api/v1/notifications/${id}`, headers: other.auth }), 404, 'NOT_FOUND');
-      expectProblemShape(await t.app.inject({ method: 'DELETE', url: `/api/v1/notifications/${id}`, headers: other.auth }), 404, 'NOT_FOUND');
+      expectProblemShape(
+        await t.app.inject({ method: 'PATCH', url: `/api/v1/notifications/${id}`, headers: other.auth }),
+        404,
+        'NOT_FOUND',
+      );
+      expectProblemShape(
+        await t.app.inject({ method: 'DELETE', url: `/api/v1/notifications/${id}`, headers: other.auth }),
+        404,
+        'NOT_FOUND',
+      );
     }
     const l = (await list(owner.auth)).json();
     expect(l.notifications.map((x: any) => [x.id, x.read])).toEqual([[n.id, false]]);
   });
 
-  it('mark-all-read → { updated } counts only notifications that changed, only the caller\'s', async () => {
+  it("mark-all-read → { updated } counts only notifications that changed, only the caller's", async () => {
     const u = await createUser(t.app);
     const other = await createUser(t.app);
     const ns = [];
@@ -317,16 +380,33 @@ describe('PATCH and DELETE', () => {
 
 describe('POST /api/v1/internal/notifications', () => {
   const post = (body: unknown, token: string | null = INTERNAL) =>
-    t.app.inject({ method: 'POST', url: '/api/v1/internal/notifications', headers: token ? { authorization: `Bearer ${token}` } : {}, payload: body as object });
+    t.app.inject({
+      method: 'POST',
+      url: '/api/v1/internal/notifications',
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+      payload: body as object,
+    });
 
   it('stores through notify: 201 with the Notification, published, listed', async () => {
     const u = await createUser(t.app);
     const rec = recordPublishes(t.app);
-    const res = await post({ userId: u.id, type: 'copy_trade_executed', title: 'Copied', message: 'A trade was copied', data: { marketId: 'pm-1' } });
+    const res = await post({
+      userId: u.id,
+      type: 'copy_trade_executed',
+      title: 'Copied',
+      message: 'A trade was copied',
+      data: { marketId: 'pm-1' },
+    });
     rec.stop();
     expect(res.statusCode).toBe(201);
     const body = res.json();
-    expect(body).toMatchObject({ type: 'copy_trade_executed', title: 'Copied', message: 'A trade was copied', read: false, data: { marketId: 'pm-1' } });
+    expect(body).toMatchObject({
+      type: 'copy_trade_executed',
+      title: 'Copied',
+      message: 'A trade was copied',
+      read: false,
+      data: { marketId: 'pm-1' },
+    });
     expect(Object.keys(body).sort()).toEqual(['createdAt', 'data', 'id', 'message', 'read', 'title', 'type']);
     expect(new Date(body.createdAt).toISOString()).toBe(body.createdAt);
     expect(rec.events.filter((e) => e.channel === `user:${u.id}:notifications`).map((e) => e.payload.id)).toEqual([body.id]);
@@ -345,7 +425,11 @@ describe('POST /api/v1/internal/notifications', () => {
 
   it('unknown user → 404; invalid bodies → 400', async () => {
     const u = await createUser(t.app);
-    expectProblemShape(await post({ userId: '7d3c1f4e-1111-4222-8333-444455556666', type: 'order_filled', title: 't', message: 'm' }), 404, 'NOT_FOUND');
+    expectProblemShape(
+      await post({ userId: '7d3c1f4e-1111-4222-8333-444455556666', type: 'order_filled', title: 't', message: 'm' }),
+      404,
+      'NOT_FOUND',
+    );
     const good = { userId: u.id, type: 'order_filled', title: 't', message: 'm' };
     for (const bad of [
       { ...good, userId: 'nope' },
@@ -381,8 +465,17 @@ describe('push delivery from notify', () => {
   it('a registered device gets the message through the fake Expo API; the outbox row is sent', async () => {
     const u = await createUser(t.app);
     const token = 'ExponentPushToken[notify-test-1]';
-    expect((await t.app.inject({ method: 'POST', url: '/api/v1/push/register', headers: u.auth, payload: { token, platform: 'ios' } })).statusCode).toBe(201);
-    const n = await notify(deps, { userId: u.id, type: 'order_filled', title: 'Filled', message: 'Your order filled', data: { orderId: 'o9' } });
+    expect(
+      (await t.app.inject({ method: 'POST', url: '/api/v1/push/register', headers: u.auth, payload: { token, platform: 'ios' } }))
+        .statusCode,
+    ).toBe(201);
+    const n = await notify(deps, {
+      userId: u.id,
+      type: 'order_filled',
+      title: 'Filled',
+      message: 'Your order filled',
+      data: { orderId: 'o9' },
+    });
     const row = await eventually(async () => {
       const [r] = await t.app.db
         .select()
@@ -392,7 +485,12 @@ describe('push delivery from notify', () => {
     });
     expect(row.attempts).toBe(1);
     expect(expo.messages).toEqual([
-      expect.objectContaining({ to: token, title: 'Filled', body: 'Your order filled', data: expect.objectContaining({ orderId: 'o9', notificationId: n.id, type: 'order_filled' }) }),
+      expect.objectContaining({
+        to: token,
+        title: 'Filled',
+        body: 'Your order filled',
+        data: expect.objectContaining({ orderId: 'o9', notificationId: n.id, type: 'order_filled' }),
+      }),
     ]);
   });
 });

@@ -163,7 +163,10 @@ describe('push preferences', () => {
     expect((await deliveryOf(off.id)).status).toBe('skipped');
     expect(expo.messages).toHaveLength(1);
     // Muting push never hides the in-app notification.
-    const stored = await t.app.db.select().from(notifications).where(inArray(notifications.id, [muted.id, off.id]));
+    const stored = await t.app.db
+      .select()
+      .from(notifications)
+      .where(inArray(notifications.id, [muted.id, off.id]));
     expect(stored).toHaveLength(2);
   });
 });
@@ -171,7 +174,9 @@ describe('push preferences', () => {
 describe('Expo delivery', () => {
   it('sends the access token, batches of ≤ 100, stores one ticket per accepted message', async () => {
     const u = await createUser(t.app);
-    await t.app.db.insert(pushDevices).values(Array.from({ length: 150 }, (_, i) => ({ token: `ExponentPushToken[many-${i}]`, userId: u.id, platform: 'android' })));
+    await t.app.db
+      .insert(pushDevices)
+      .values(Array.from({ length: 150 }, (_, i) => ({ token: `ExponentPushToken[many-${i}]`, userId: u.id, platform: 'android' })));
     const n = await notifyAndSettle(u.id);
     expect((await deliveryOf(n.id)).status).toBe('sent');
     expect(expo.batches).toEqual([100, 50]);
@@ -181,7 +186,10 @@ describe('Expo delivery', () => {
       expect(r.headers.authorization).toBe('Bearer expo-access-token-123');
       expect(r.headers['content-type']).toMatch(/application\/json/);
     }
-    const tickets = await t.app.db.select().from(pushTickets).where(inArray(pushTickets.id, [...expo.tickets.keys()]));
+    const tickets = await t.app.db
+      .select()
+      .from(pushTickets)
+      .where(inArray(pushTickets.id, [...expo.tickets.keys()]));
     expect(tickets).toHaveLength(150);
   });
 
@@ -213,8 +221,14 @@ describe('Expo delivery', () => {
     const receiptCalls = expo.server.requests.filter((r) => r.path === '/--/api/v2/push/getReceipts');
     expect(receiptCalls.length).toBeGreaterThan(0);
     expect(receiptCalls[0].headers.authorization).toBe('Bearer expo-access-token-123');
-    expect((await devicesOf(u.id)).map((d) => d.token).sort()).toEqual(['ExponentPushToken[ok-receipt]', 'ExponentPushToken[slow-receipt]']);
-    const left = await t.app.db.select().from(pushTickets).where(inArray(pushTickets.id, [...expo.tickets.keys()]));
+    expect((await devicesOf(u.id)).map((d) => d.token).sort()).toEqual([
+      'ExponentPushToken[ok-receipt]',
+      'ExponentPushToken[slow-receipt]',
+    ]);
+    const left = await t.app.db
+      .select()
+      .from(pushTickets)
+      .where(inArray(pushTickets.id, [...expo.tickets.keys()]));
     expect(left.map((x) => x.id)).toEqual([slowId]);
     // A ticket that never gets a receipt is dropped after a day.
     await checkPushReceipts(later(25 * 60 * 60_000));

@@ -10,7 +10,17 @@ describe('channel names', () => {
     expect(parseChannel('monitor:events-sync')).toEqual({ kind: 'monitor', room: 'monitor:events-sync' });
     expect(parseChannel(`user:${alice.id}`)).toEqual({ kind: 'user', userId: alice.id, room: `user:${alice.id}` });
     expect(parseChannel('user:notifications')).toEqual({ kind: 'notifications' });
-    for (const bad of ['market', 'market:', 'market:-x', 'market:a b', 'markets:x', 'monitor:Caps', `user:${alice.id}:notifications`, 'user:a_b', ''])
+    for (const bad of [
+      'market',
+      'market:',
+      'market:-x',
+      'market:a b',
+      'markets:x',
+      'monitor:Caps',
+      `user:${alice.id}:notifications`,
+      'user:a_b',
+      '',
+    ])
       expect(parseChannel(bad), bad).toBeUndefined();
   });
 

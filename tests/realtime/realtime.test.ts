@@ -141,7 +141,9 @@ describe('private channels', () => {
 
   it('refuses an invalid, foreign, malformed or expired token with connect_error UNAUTHORIZED', async () => {
     expect(await refusal(url, { token: 'not-a-jwt' })).toBe('UNAUTHORIZED');
-    expect(await refusal(url, { token: signToken(newUserId(), { secret: 'another-secret-another-secret-another-0000' }) })).toBe('UNAUTHORIZED');
+    expect(await refusal(url, { token: signToken(newUserId(), { secret: 'another-secret-another-secret-another-0000' }) })).toBe(
+      'UNAUTHORIZED',
+    );
     expect(await refusal(url, { token: 12345 })).toBe('UNAUTHORIZED');
     expect(await refusal(url, { token: '' })).toBe('UNAUTHORIZED');
     expect(await refusal(url, { token: signToken(newUserId(), { expiresInMs: 1 }) })).toBe('UNAUTHORIZED');

@@ -60,7 +60,16 @@ export async function createAlert(deps: { db: Db; clock: () => Date }, userId: s
     const now = deps.clock();
     const [row] = await tx
       .insert(priceAlerts)
-      .values({ userId, marketId: input.marketId, targetPrice: input.targetPrice, condition: input.condition, side: input.side, active: true, createdAt: now, updatedAt: now })
+      .values({
+        userId,
+        marketId: input.marketId,
+        targetPrice: input.targetPrice,
+        condition: input.condition,
+        side: input.side,
+        active: true,
+        createdAt: now,
+        updatedAt: now,
+      })
       .returning();
     return toAlertJson(row, market.title);
   });
@@ -70,7 +79,12 @@ export async function createAlert(deps: { db: Db; clock: () => Date }, userId: s
  * Partial update. Reactivating an inactive alert counts toward the limit and
  * clears its last trigger, so it can fire again.
  */
-export async function updateAlert(deps: { db: Db; clock: () => Date }, userId: string, id: string, input: UpdateAlertInput): Promise<PriceAlertJson> {
+export async function updateAlert(
+  deps: { db: Db; clock: () => Date },
+  userId: string,
+  id: string,
+  input: UpdateAlertInput,
+): Promise<PriceAlertJson> {
   if (!UUID.test(id)) throw notFound('Alert');
   return deps.db.transaction(async (tx) => {
     await lockUserAlerts(tx, userId);
@@ -177,7 +191,8 @@ function rowsOf<T>(result: unknown): T[] {
 export async function checkPriceAlerts(deps: NotifyDeps | JobDeps, changes: PriceChange[]): Promise<number> {
   const latest = new Map<string, number>();
   for (const c of changes) {
-    if (typeof c.marketId === 'string' && Number.isFinite(c.yesPrice) && c.yesPrice >= 0 && c.yesPrice <= 1) latest.set(c.marketId, c.yesPrice);
+    if (typeof c.marketId === 'string' && Number.isFinite(c.yesPrice) && c.yesPrice >= 0 && c.yesPrice <= 1)
+      latest.set(c.marketId, c.yesPrice);
   }
   if (latest.size === 0) return 0;
   const payload = JSON.stringify([...latest].map(([m, p]) => ({ m, p })));

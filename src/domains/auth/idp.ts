@@ -70,7 +70,12 @@ export function createIdpVerifier(config: Config): IdpVerifier {
     return async (token) => {
       let info: unknown;
       try {
-        info = await requestJson(userinfoUrl, { headers: { authorization: `Bearer ${token}` }, timeoutMs: 5_000, attempts: 2, backoffMs: 200 });
+        info = await requestJson(userinfoUrl, {
+          headers: { authorization: `Bearer ${token}` },
+          timeoutMs: 5_000,
+          attempts: 2,
+          backoffMs: 200,
+        });
       } catch (err) {
         if (err instanceof UpstreamError && err.status !== undefined && [400, 401, 403].includes(err.status)) throw rejected();
         throw providerDown();

@@ -203,7 +203,7 @@ export const authRoutes: FastifyPluginAsyncZod = async (app) => {
         operationId: 'logout',
         tags: ['auth'],
         summary: 'Sign out everywhere',
-        description: "Revokes every refresh token of the user (all families, all devices) and clears the three cookies.",
+        description: 'Revokes every refresh token of the user (all families, all devices) and clears the three cookies.',
         response: { 204: z.null().describe('Signed out'), ...problemResponses(401, 503) },
       },
     },

@@ -8,9 +8,7 @@ export type Chain = z.infer<typeof ChainSchema>;
 // chars): anything longer is rejected before any work is done.
 const Address = z.string().min(1).max(100).describe('Solana: base58 ed25519 public key; EVM: 0x + 40 hex, any case');
 
-export const NonceQuerySchema = z
-  .object({ address: Address, chain: ChainSchema })
-  .strict();
+export const NonceQuerySchema = z.object({ address: Address, chain: ChainSchema }).strict();
 
 export const NonceResponseSchema = z.object({
   nonce: z.string().describe('Sign exactly these UTF-8 bytes'),
@@ -21,7 +19,11 @@ export const WalletSignInBodySchema = z
   .object({
     address: Address,
     chain: ChainSchema,
-    signature: z.string().min(1).max(1000).describe('Solana: base58 64-byte ed25519 signature; EVM: 0x-hex EIP-191 personal_sign signature'),
+    signature: z
+      .string()
+      .min(1)
+      .max(1000)
+      .describe('Solana: base58 64-byte ed25519 signature; EVM: 0x-hex EIP-191 personal_sign signature'),
     nonce: z.string().min(1).max(128),
     referralCode: z.string().trim().min(1).max(64).optional().describe('Stored on first sign-up only; an unknown code never fails sign-in'),
   })
@@ -45,7 +47,9 @@ export const SignInResponseSchema = z.object({
 });
 
 export const RefreshBodySchema = z
-  .object({ refreshToken: z.string().min(1).max(256).optional().describe('For clients without cookies; otherwise the refresh_token cookie is used') })
+  .object({
+    refreshToken: z.string().min(1).max(256).optional().describe('For clients without cookies; otherwise the refresh_token cookie is used'),
+  })
   .strict()
   .nullish();
 

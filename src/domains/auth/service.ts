@@ -6,13 +6,7 @@ import type { IdpVerifier } from './idp.js';
 import { deriveIdpAddress } from './idp.js';
 import type { HitResult } from '../../lib/sliding-window.js';
 import type { NonceLimit, NonceStore } from './nonce-store.js';
-import {
-  redeemBetaKey,
-  revokeFamilyIfReused,
-  revokeUserTokens,
-  rotateRefreshToken,
-  upsertUserWithSession,
-} from './queries.js';
+import { redeemBetaKey, revokeFamilyIfReused, revokeUserTokens, rotateRefreshToken, upsertUserWithSession } from './queries.js';
 import type { Chain, SessionUser } from './schemas.js';
 import { normalizeAddress, verifyWalletSignature } from './wallet-verify.js';
 
@@ -75,7 +69,8 @@ export async function issueNonce(deps: Pick<AuthDeps, 'nonces'>, input: { chain:
   return { nonce, expiresAt: expiresAt.toISOString() };
 }
 
-const invalidNonce = () => new AppError(401, 'INVALID_NONCE', 'The nonce is unknown, expired, already used or was issued for another address or chain');
+const invalidNonce = () =>
+  new AppError(401, 'INVALID_NONCE', 'The nonce is unknown, expired, already used or was issued for another address or chain');
 const conflict = () => new AppError(409, 'CONFLICT', 'This address belongs to an account of another sign-in method');
 
 type SessionInput = Omit<Parameters<typeof upsertUserWithSession>[1], 'refreshTokenHash'>;

@@ -130,9 +130,7 @@ export async function applyQuotes(deps: IngestDeps, quotes: PriceQuote[], on?: D
         await lockWrites(deps, tx);
         return run(tx);
       });
-  return rows
-    .filter((r) => r.price_changed)
-    .map((r) => ({ marketId: r.id, yesPrice: Number(r.p), volume: Number(r.v), timestamp: now }));
+  return rows.filter((r) => r.price_changed).map((r) => ({ marketId: r.id, yesPrice: Number(r.p), volume: Number(r.v), timestamp: now }));
 }
 
 /** totalVolume = sum of the group's market volumes; marketCount = its markets. */
@@ -270,7 +268,13 @@ async function insertHistory(deps: IngestDeps, marketId: string, points: Array<{
  * next run. Bounded per run so a first sync of 10,000 markets spreads out.
  */
 export async function backfillHistory(deps: IngestDeps, limit = BACKFILL_PER_RUN): Promise<{ done: number; failed: number }> {
-  const todo = await deps.dbh.rows<{ id: string; venue: string; venue_market_id: string; yes_token_id: string | null; series_ticker: string | null }>(
+  const todo = await deps.dbh.rows<{
+    id: string;
+    venue: string;
+    venue_market_id: string;
+    yes_token_id: string | null;
+    series_ticker: string | null;
+  }>(
     sql`select m.id, m.venue, m.venue_market_id, m.yes_token_id, g.series_ticker
         from markets m join event_groups g on g.id = m.event_group_id
         where m.history_backfilled_at is null
@@ -287,7 +291,9 @@ export async function backfillHistory(deps: IngestDeps, limit = BACKFILL_PER_RUN
       } else if (m.venue === 'kalshi' && m.series_ticker) {
         const to = deps.clock();
         const from = new Date(to.getTime() - KALSHI_BACKFILL_DAYS * DAY_MS);
-        points = (await getKalshiCandles({ baseUrl: deps.config.KALSHI_API_URL, http: deps.http }, m.series_ticker, m.venue_market_id, from, to)).points;
+        points = (
+          await getKalshiCandles({ baseUrl: deps.config.KALSHI_API_URL, http: deps.http }, m.series_ticker, m.venue_market_id, from, to)
+        ).points;
       }
       await insertHistory(deps, m.id, points);
       finished.push(m.id);
@@ -489,7 +495,10 @@ export async function syncEvents(deps: IngestDeps): Promise<{ items: number }> {
     });
   }
 
-  const { slugs, renames } = assignSlugs(groups, known.map((k) => ({ id: k.id, slug: k.slug })));
+  const { slugs, renames } = assignSlugs(
+    groups,
+    known.map((k) => ({ id: k.id, slug: k.slug })),
+  );
   let changes: PriceChange[];
   try {
     changes = await deps.db.transaction(async (tx) => {

@@ -4,14 +4,7 @@ import { problemResponses } from '../../errors.js';
 import { normalizeCategory } from '../../venues/groups.js';
 import { sendSerialized } from '../../lib/serializer.js';
 import { createResponseCache } from './cache.js';
-import {
-  ChartQuerySchema,
-  ChartSchema,
-  EventDetailSchema,
-  EventListQuerySchema,
-  EventListSchema,
-  SlugParamsSchema,
-} from './schemas.js';
+import { ChartQuerySchema, ChartSchema, EventDetailSchema, EventListQuerySchema, EventListSchema, SlugParamsSchema } from './schemas.js';
 import { getChart, getEvent, listEvents } from './service.js';
 
 /** Longest a response may be served after another instance's job changed the data. */
@@ -103,7 +96,9 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
     (request, reply) => {
       const { slug } = request.params;
       const q = request.query;
-      return serve(reply, `c|${slug}|${q.range}|${q.markets}`, async () => JSON.stringify(ChartSchema.parse(await getChart(deps, slug, q))));
+      return serve(reply, `c|${slug}|${q.range}|${q.markets}`, async () =>
+        JSON.stringify(ChartSchema.parse(await getChart(deps, slug, q))),
+      );
     },
   );
 };

@@ -46,13 +46,13 @@ export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (_request, reply) => {
       const checks = await checkReadiness(app);
-      const failed = Object.entries(checks).filter(([, v]) => v === 'failed').map(([k]) => k);
+      const failed = Object.entries(checks)
+        .filter(([, v]) => v === 'failed')
+        .map(([k]) => k);
       if (failed.length === 0) return { status: 'ok' as const, checks };
-      return sendProblem(
-        reply,
-        { ...problem(503, 'UNAVAILABLE', `Not ready: ${failed.join(', ')} unreachable`), checks } as never,
-        { 'retry-after': 5 },
-      );
+      return sendProblem(reply, { ...problem(503, 'UNAVAILABLE', `Not ready: ${failed.join(', ')} unreachable`), checks } as never, {
+        'retry-after': 5,
+      });
     },
   );
 };

@@ -109,7 +109,10 @@ async function writeBatch(dbh: DbHandle, batch: Enriched[], now: Date): Promise<
       wins.map((w) => ({ walletAddress: candidate.wallet, displayName: candidate.displayName, ...w })),
     );
     for (let i = 0; i < winRows.length; i += 1_000) {
-      await tx.insert(biggestWins).values(winRows.slice(i, i + 1_000)).onConflictDoNothing();
+      await tx
+        .insert(biggestWins)
+        .values(winRows.slice(i, i + 1_000))
+        .onConflictDoNothing();
     }
     await dbh.rows(
       sql`update leaderboard_entries e set

@@ -93,7 +93,10 @@ export async function selectPage(dbh: DbHandle, q: PageQuery): Promise<EntryRow[
 }
 
 /** Rows strictly before (key, wallet) in the ordering: the rank base when a cursor outlived its snapshot. */
-export async function countBefore(dbh: DbHandle, q: Omit<PageQuery, 'pattern' | 'limit' | 'after'> & { after: { key: number; wallet: string } }): Promise<number> {
+export async function countBefore(
+  dbh: DbHandle,
+  q: Omit<PageQuery, 'pattern' | 'limit' | 'after'> & { after: { key: number; wallet: string } },
+): Promise<number> {
   const key = orderKey(q.sort, q.direction);
   const kol = q.kolOnly ? sql`and is_kol` : sql``;
   const [row] = await dbh.rows<{ n: number | string }>(sql`
@@ -174,4 +177,3 @@ export async function upsertCachedProfile(db: DbOrTx, wallet: string, period: st
     .values({ walletAddress: wallet, period, profile, fetchedAt: at })
     .onConflictDoUpdate({ target: [traderProfiles.walletAddress, traderProfiles.period], set: { profile, fetchedAt: at } });
 }
-

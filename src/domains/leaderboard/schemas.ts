@@ -71,7 +71,10 @@ export const BiggestWinSchema = z
 export type BiggestWin = z.infer<typeof BiggestWinSchema>;
 
 export const AddressParamsSchema = z.object({
-  address: z.string().max(42).regex(/^0x[a-fA-F0-9]{40}$/, 'must be an EVM address: 0x followed by 40 hex digits'),
+  address: z
+    .string()
+    .max(42)
+    .regex(/^0x[a-fA-F0-9]{40}$/, 'must be an EVM address: 0x followed by 40 hex digits'),
 });
 
 export const ProfileQuerySchema = z.object({ period: PeriodSchema.default('30D') }).strict();

@@ -90,7 +90,11 @@ const CURSOR_SCOPE = 'leaderboard';
 function decodeQueryCursor(secret: string, raw: string, q: string): CursorPayload {
   const c = decodeCursor<CursorPayload>(secret, CURSOR_SCOPE, raw);
   if (!c || c.q !== q || typeof c.k !== 'number' || typeof c.w !== 'string' || !Number.isInteger(c.s) || !Number.isInteger(c.r)) {
-    throw new AppError(400, 'INVALID_CURSOR', 'The cursor belongs to another query (tab, sort, direction, period, category or search changed)');
+    throw new AppError(
+      400,
+      'INVALID_CURSOR',
+      'The cursor belongs to another query (tab, sort, direction, period, category or search changed)',
+    );
   }
   return c;
 }
@@ -220,7 +224,10 @@ export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery): 
   return body;
 }
 
-export async function listBiggestWins(deps: Pick<ReadDeps, 'db' | 'clock'>, input: { period: Period; limit: number }): Promise<BiggestWin[]> {
+export async function listBiggestWins(
+  deps: Pick<ReadDeps, 'db' | 'clock'>,
+  input: { period: Period; limit: number },
+): Promise<BiggestWin[]> {
   const ms = periodMs(input.period);
   const since = ms === undefined ? undefined : new Date(deps.clock().getTime() - ms);
   const rows = await selectBiggestWins(deps.db, since, input.limit);
@@ -272,7 +279,8 @@ export async function getTraderProfile(deps: ProfileDeps, address: string, perio
   } catch (err) {
     // A stale copy beats an error while the venue is down.
     if (cached) return cached.profile as unknown as TraderProfile;
-    if (err instanceof UpstreamError || err instanceof Error) throw unavailable('The trader data venue is unavailable, try again shortly', 30);
+    if (err instanceof UpstreamError || err instanceof Error)
+      throw unavailable('The trader data venue is unavailable, try again shortly', 30);
     throw err;
   }
   const ms = periodMs(period);
@@ -280,7 +288,7 @@ export async function getTraderProfile(deps: ProfileDeps, address: string, perio
   const named = activity.trades.find((t) => t.name.trim() || t.pseudonym.trim());
   const profile: TraderProfile = {
     walletAddress: wallet,
-    displayName: named ? (named.name.trim() || named.pseudonym.trim()) : shortAddress(wallet),
+    displayName: named ? named.name.trim() || named.pseudonym.trim() : shortAddress(wallet),
     totalPnl: f.totalPnl,
     roi: f.roi,
     winRate: f.winRate,

@@ -3,7 +3,15 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { DbHandle } from '../../db/index.js';
 import type { PublishFn } from '../../plugins/infra.js';
 import { fetchLeaderboard, type DataApi } from '../../venues/polymarket/data-api.js';
-import { CATEGORIES, mergeOrderings, PERIODS, toVenuePeriod, type Category, type Period, type SnapshotRow } from '../../venues/polymarket/data-map.js';
+import {
+  CATEGORIES,
+  mergeOrderings,
+  PERIODS,
+  toVenuePeriod,
+  type Category,
+  type Period,
+  type SnapshotRow,
+} from '../../venues/polymarket/data-map.js';
 import { LEADERBOARD_CHANNEL } from './channel.js';
 import { mapLimit } from './pool.js';
 
@@ -35,7 +43,13 @@ export interface BoardOutcome {
  * enrichment figures already known for each wallet are copied in, so every
  * sort key is ready the moment the board is visible.
  */
-export async function writeSnapshot(dbh: DbHandle, category: string, period: string, rows: SnapshotRow[], skipped: number): Promise<number> {
+export async function writeSnapshot(
+  dbh: DbHandle,
+  category: string,
+  period: string,
+  rows: SnapshotRow[],
+  skipped: number,
+): Promise<number> {
   const [snap] = await dbh.rows<{ id: number | string }>(sql`
     insert into leaderboard_snapshots (category, period, status, skipped_rows)
     values (${category}, ${period}, 'building', ${skipped}) returning id`);
@@ -111,7 +125,10 @@ export async function syncBoard(deps: SyncDeps, category: Category, period: Peri
  * the venue. Boards that fail keep their last good snapshot; the run reports
  * failure (after switching the boards that succeeded) so job_runs shows it.
  */
-export async function syncLeaderboards(deps: SyncDeps, opts: { concurrency?: number } = {}): Promise<{ items: number; boards: BoardOutcome[] }> {
+export async function syncLeaderboards(
+  deps: SyncDeps,
+  opts: { concurrency?: number } = {},
+): Promise<{ items: number; boards: BoardOutcome[] }> {
   const pairs = CATEGORIES.flatMap((category) => PERIODS.map((period) => ({ category, period })));
   const boards = await mapLimit(pairs, opts.concurrency ?? 4, ({ category, period }) => syncBoard(deps, category, period));
   await pruneSnapshots(deps.dbh).catch((err) => deps.log.warn({ err }, 'leaderboard snapshot pruning failed'));
@@ -123,9 +140,13 @@ export async function syncLeaderboards(deps: SyncDeps, opts: { concurrency?: num
     boards: boards.map((b) => ({ category: b.category, period: b.period, updated: !b.error, rows: b.rows })),
   });
   if (failed.length > 0) {
-    for (const f of failed) deps.log.warn({ category: f.category, period: f.period, error: f.error }, 'leaderboard board kept its last snapshot');
+    for (const f of failed)
+      deps.log.warn({ category: f.category, period: f.period, error: f.error }, 'leaderboard board kept its last snapshot');
     throw new Error(
-      `${failed.length} of ${boards.length} boards kept their last snapshot: ${failed.map((f) => `${f.category}/${f.period} (${f.error})`).join('; ')}`.slice(0, 480),
+      `${failed.length} of ${boards.length} boards kept their last snapshot: ${failed.map((f) => `${f.category}/${f.period} (${f.error})`).join('; ')}`.slice(
+        0,
+        480,
+      ),
     );
   }
   return { items, boards };

@@ -69,7 +69,7 @@ export const messengerRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['messenger'],
         summary: 'Issue a one-time Telegram link code and deep link',
         description:
-          'The code is single-use, lives 10 minutes and is stored hashed; issuing a new one retires the caller\'s earlier codes. ' +
+          "The code is single-use, lives 10 minutes and is stored hashed; issuing a new one retires the caller's earlier codes. " +
           'Opening `deepLink` sends `/start <code>` to the bot, which binds that Telegram user to the caller (replacing any earlier binding of either side). ' +
           '503 while `MESSENGER_BOT_USERNAME` is unset. 10 requests a minute per user.',
         response: { 201: LinkCodeSchema, ...problemResponses(401, 429, 503) },

@@ -23,7 +23,10 @@ export async function claimUpdate(db: DbOrTx, updateId: bigint, now: Date): Prom
 
 /** Cheap pre-check for retries (no transaction); claimUpdate stays the arbiter under races. */
 export async function isUpdateSeen(db: DbOrTx, updateId: bigint): Promise<boolean> {
-  const rows = await db.select({ updateId: messengerUpdates.updateId }).from(messengerUpdates).where(eq(messengerUpdates.updateId, updateId));
+  const rows = await db
+    .select({ updateId: messengerUpdates.updateId })
+    .from(messengerUpdates)
+    .where(eq(messengerUpdates.updateId, updateId));
   return rows.length > 0;
 }
 
@@ -33,9 +36,7 @@ export async function pruneUpdates(db: DbOrTx, before: Date): Promise<void> {
 
 /** Drops used codes and codes past their expiry before `before`. */
 export async function pruneLinkCodes(db: DbOrTx, before: Date): Promise<void> {
-  await db
-    .delete(messengerLinkCodes)
-    .where(or(lt(messengerLinkCodes.expiresAt, before), lt(messengerLinkCodes.usedAt, before)));
+  await db.delete(messengerLinkCodes).where(or(lt(messengerLinkCodes.expiresAt, before), lt(messengerLinkCodes.usedAt, before)));
 }
 
 /** One live code per user: issuing a new one retires the earlier ones. */
@@ -80,7 +81,13 @@ export async function replaceBinding(db: DbOrTx, input: { messengerId: bigint; u
     .values(values)
     .onConflictDoUpdate({
       target: messengerBindings.messengerId,
-      set: { userId: values.userId, chatId: values.chatId, walletType: values.walletType, connectedAt: values.connectedAt, lastCommandAt: values.lastCommandAt },
+      set: {
+        userId: values.userId,
+        chatId: values.chatId,
+        walletType: values.walletType,
+        connectedAt: values.connectedAt,
+        lastCommandAt: values.lastCommandAt,
+      },
     });
 }
 
@@ -154,4 +161,3 @@ export async function findDeliveryTarget(
   const row = rows[0];
   return row ? { chatId: row.chatId, types: row.types ?? {} } : undefined;
 }
-

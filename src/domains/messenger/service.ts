@@ -181,7 +181,9 @@ async function runMessage(tx: DbOrTx, deps: MessengerDeps, now: Date, message: M
           `That link code is unknown, already used or expired.${binding ? ` This chat stays linked to ${describeWallet(binding)}.` : ''}\n\n${HOW_TO_LINK}`,
         );
       }
-      return reply(binding ? `Welcome back. This chat is linked to ${describeWallet(binding)}.\n/unlink removes the link.` : `Welcome. ${HOW_TO_LINK}`);
+      return reply(
+        binding ? `Welcome back. This chat is linked to ${describeWallet(binding)}.\n/unlink removes the link.` : `Welcome. ${HOW_TO_LINK}`,
+      );
     }
     case 'status': {
       const binding = await touchBinding(tx, messengerId, now);

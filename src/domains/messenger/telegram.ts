@@ -91,13 +91,24 @@ export async function callBotApi<T>(config: TelegramConfig, method: string, para
     );
   }
   if (!res || res.ok !== true) {
-    throw new TelegramApiError(`Telegram ${method} answered ok: false`, 200, res?.error_code, res?.description, res?.parameters?.retry_after);
+    throw new TelegramApiError(
+      `Telegram ${method} answered ok: false`,
+      200,
+      res?.error_code,
+      res?.description,
+      res?.parameters?.retry_after,
+    );
   }
   return res.result as T;
 }
 
 /** sendMessage with plain text (no parse_mode, so user-supplied titles cannot inject markup). */
-export async function sendMessage(config: TelegramConfig, chatId: bigint, text: string, opts: SendOptions = {}): Promise<{ message_id: number }> {
+export async function sendMessage(
+  config: TelegramConfig,
+  chatId: bigint,
+  text: string,
+  opts: SendOptions = {},
+): Promise<{ message_id: number }> {
   const body = text.length > MAX_MESSAGE_LENGTH ? text.slice(0, MAX_MESSAGE_LENGTH - 1) + '…' : text;
   return callBotApi(config, 'sendMessage', { chat_id: chatIdJson(chatId), text: body, link_preview_options: { is_disabled: true } }, opts);
 }

@@ -100,9 +100,7 @@ export async function processDueDeliveries(
 
   const ids = [...new Set(claimed.map((c) => c.notification_id))];
   const rows = await deps.db.select().from(notifications).where(inArray(notifications.id, ids));
-  const byId = new Map<string, StoredNotification>(
-    rows.map((r) => [r.id, { ...r, type: r.type as NotificationType, data: r.data ?? {} }]),
-  );
+  const byId = new Map<string, StoredNotification>(rows.map((r) => [r.id, { ...r, type: r.type as NotificationType, data: r.data ?? {} }]));
 
   const work = async (row: ClaimedRow) => {
     const now = () => deps.clock();
@@ -123,11 +121,17 @@ export async function processDueDeliveries(
       if (row.attempts >= MAX_ATTEMPTS) {
         await finish(deps.db, row.id, 'failed', message, now());
         report.failed++;
-        deps.log.warn({ deliveryId: row.id, channel: row.channel, attempts: row.attempts, err: message }, 'notification delivery failed for good');
+        deps.log.warn(
+          { deliveryId: row.id, channel: row.channel, attempts: row.attempts, err: message },
+          'notification delivery failed for good',
+        );
       } else {
         await retryLater(deps.db, row.id, row.attempts, message, now());
         report.retrying++;
-        deps.log.info({ deliveryId: row.id, channel: row.channel, attempts: row.attempts, err: message }, 'notification delivery will be retried');
+        deps.log.info(
+          { deliveryId: row.id, channel: row.channel, attempts: row.attempts, err: message },
+          'notification delivery will be retried',
+        );
       }
     }
   };

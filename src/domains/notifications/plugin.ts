@@ -144,7 +144,7 @@ export const internalNotificationRoutes: FastifyPluginAsyncZod = async (app) => 
         tags: ['internal'],
         summary: 'Raise a notification for a user (trading, copy-trading, missions services)',
         description:
-          'Goes through the one notify path: stored, emitted on the user\'s `user:notifications` stream, and delivered by push/messenger as the user\'s preferences allow. Answers as soon as it is stored. Unknown user → 404.',
+          "Goes through the one notify path: stored, emitted on the user's `user:notifications` stream, and delivered by push/messenger as the user's preferences allow. Answers as soon as it is stored. Unknown user → 404.",
         body: NotifyBodySchema,
         response: { 201: NotificationSchema, ...problemResponses(400, 401, 404) },
       },

@@ -41,9 +41,6 @@ export const NotifyBodySchema = z.strictObject({
   type: NotificationTypeSchema,
   title: z.string().trim().min(1).max(200),
   message: z.string().trim().min(1).max(2000),
-  data: z
-    .record(z.string().max(100), z.unknown())
-    .optional()
-    .meta({ description: 'Related ids, e.g. `orderId`, `marketId`' }),
+  data: z.record(z.string().max(100), z.unknown()).optional().meta({ description: 'Related ids, e.g. `orderId`, `marketId`' }),
 });
 export type NotifyInput = z.infer<typeof NotifyBodySchema>;

@@ -63,11 +63,13 @@ export async function storeNotifications(tx: DbOrTx, now: Date, requests: Notify
     )
     .returning();
   if (deliveryChannels.length > 0) {
-    await tx.insert(notificationDeliveries).values(
-      rows.flatMap((n) =>
-        deliveryChannels.map((c) => ({ notificationId: n.id, channel: c.name, nextAttemptAt: now, createdAt: now, updatedAt: now })),
-      ),
-    );
+    await tx
+      .insert(notificationDeliveries)
+      .values(
+        rows.flatMap((n) =>
+          deliveryChannels.map((c) => ({ notificationId: n.id, channel: c.name, nextAttemptAt: now, createdAt: now, updatedAt: now })),
+        ),
+      );
   }
   return rows.map(toStored);
 }
@@ -75,7 +77,10 @@ export async function storeNotifications(tx: DbOrTx, now: Date, requests: Notify
 /** After commit: emit on each user's stream and kick delivery (never awaited). */
 export function announceNotifications(deps: NotifyDeps, stored: StoredNotification[]): void {
   // Delivery is kicked first: a failing live-update listener must not hold up push/messenger.
-  kickDelivery(deps, stored.map((n) => n.id));
+  kickDelivery(
+    deps,
+    stored.map((n) => n.id),
+  );
   for (const n of stored) {
     try {
       deps.publish(userNotificationsChannel(n.userId), 'notification', toNotificationJson(n));
@@ -138,7 +143,10 @@ export interface ListNotificationsInput {
  * per-row mapping another ~0.6 ms per page; the two-query version managed
  * ~400 requests/s for a user with 10,000 notifications.
  */
-export async function listNotifications(deps: { dbh: DbHandle; config: { JWT_SECRET: string } }, input: ListNotificationsInput): Promise<string> {
+export async function listNotifications(
+  deps: { dbh: DbHandle; config: { JWT_SECRET: string } },
+  input: ListNotificationsInput,
+): Promise<string> {
   const filters = [sql`user_id = ${input.userId}::uuid`];
   // Literals, not parameters: a generic plan could not match partial indexes on `read`.
   if (input.read !== undefined) filters.push(input.read ? sql`read` : sql`not read`);
@@ -152,7 +160,13 @@ export async function listNotifications(deps: { dbh: DbHandle; config: { JWT_SEC
   }
   // NULLS LAST matches the index's order (drizzle's .desc() index is DESC NULLS LAST),
   // so the planner reads the page straight off notifications_user_created_idx.
-  const [row] = await deps.dbh.rows<{ items: string | null; more: boolean; last_t: string | null; last_id: string | null; unread: number | string }>(sql`
+  const [row] = await deps.dbh.rows<{
+    items: string | null;
+    more: boolean;
+    last_t: string | null;
+    last_id: string | null;
+    unread: number | string;
+  }>(sql`
     with page as materialized (
       select id, type, title, message, read, data, created_at from notifications
       where ${sql.join(filters, sql` and `)}
@@ -173,7 +187,9 @@ export async function listNotifications(deps: { dbh: DbHandle; config: { JWT_SEC
       (select id::text from last) as last_id,
       coalesce((select unread from notification_counters where user_id = ${input.userId}::uuid), 0) as unread`);
   const nextCursor =
-    row.more && row.last_t && row.last_id ? encodeCursor(deps.config.JWT_SECRET, CURSOR_SCOPE, { t: row.last_t, i: row.last_id } satisfies CursorValue) : null;
+    row.more && row.last_t && row.last_id
+      ? encodeCursor(deps.config.JWT_SECRET, CURSOR_SCOPE, { t: row.last_t, i: row.last_id } satisfies CursorValue)
+      : null;
   return `{"notifications":[${row.items ?? ''}],"unreadCount":${Number(row.unread)},"nextCursor":${nextCursor === null ? 'null' : JSON.stringify(nextCursor)}}`;
 }
 

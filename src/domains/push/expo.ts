@@ -23,12 +23,9 @@ export interface ExpoMessage {
 }
 
 export type ExpoTicket =
-  | { status: 'ok'; id: string }
-  | { status: 'error'; message?: string; details?: { error?: string; [k: string]: unknown } };
+  { status: 'ok'; id: string } | { status: 'error'; message?: string; details?: { error?: string; [k: string]: unknown } };
 
-export type ExpoReceipt =
-  | { status: 'ok' }
-  | { status: 'error'; message?: string; details?: { error?: string; [k: string]: unknown } };
+export type ExpoReceipt = { status: 'ok' } | { status: 'error'; message?: string; details?: { error?: string; [k: string]: unknown } };
 
 function headers(config: Config): Record<string, string> {
   const h: Record<string, string> = { 'accept-encoding': 'gzip, deflate' };

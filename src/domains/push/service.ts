@@ -38,7 +38,11 @@ export async function getPreferences(deps: { db: DbOrTx }, userId: string): Prom
  * Merges into the stored preferences in one atomic upsert (jsonb `||`), so
  * two concurrent partial updates both keep their keys.
  */
-export async function updatePreferences(deps: { db: DbOrTx; clock: () => Date }, userId: string, patch: UpdatePushPreferences): Promise<PushPreferences> {
+export async function updatePreferences(
+  deps: { db: DbOrTx; clock: () => Date },
+  userId: string,
+  patch: UpdatePushPreferences,
+): Promise<PushPreferences> {
   const now = deps.clock();
   const types = Object.fromEntries(Object.entries(patch.types ?? {}).filter(([, v]) => v !== undefined)) as Record<string, boolean>;
   const [row] = await deps.db
@@ -133,7 +137,10 @@ export async function checkPushReceipts(
     .limit(opts.maxTickets ?? 3000);
   let removed = 0;
   for (const batch of chunk(tickets, EXPO_RECEIPT_BATCH)) {
-    const receipts = await getExpoReceipts(deps.config, batch.map((t) => t.id));
+    const receipts = await getExpoReceipts(
+      deps.config,
+      batch.map((t) => t.id),
+    );
     const done: string[] = [];
     const gone: string[] = [];
     for (const t of batch) {

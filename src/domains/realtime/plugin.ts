@@ -307,9 +307,7 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
       socket.once('disconnect', () => release(socket.id));
       armExpiry(socket);
       socket.on('subscribe', (...args: unknown[]) => guard(socket, 'subscribe', () => onChannelMessage(socket, 'subscribe', args)));
-      socket.on('unsubscribe', (...args: unknown[]) =>
-        guard(socket, 'unsubscribe', () => onChannelMessage(socket, 'unsubscribe', args)),
-      );
+      socket.on('unsubscribe', (...args: unknown[]) => guard(socket, 'unsubscribe', () => onChannelMessage(socket, 'unsubscribe', args)));
       socket.on('auth', (...args: unknown[]) => guard(socket, 'auth', () => onAuth(socket, args)));
     });
 

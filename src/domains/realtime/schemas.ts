@@ -11,17 +11,9 @@ export type AuthRequest = z.infer<typeof AuthRequestSchema>;
 
 /** Codes an ack or a refused connection can carry (decisions.md §8, plus §2's UNAUTHORIZED). */
 export type RealtimeErrorCode =
-  | 'FORBIDDEN'
-  | 'RATE_LIMITED'
-  | 'INVALID_CHANNEL'
-  | 'UNAUTHORIZED'
-  | 'TOO_MANY_CONNECTIONS'
-  | 'VALIDATION_ERROR'
-  | 'UNAVAILABLE';
+  'FORBIDDEN' | 'RATE_LIMITED' | 'INVALID_CHANNEL' | 'UNAUTHORIZED' | 'TOO_MANY_CONNECTIONS' | 'VALIDATION_ERROR' | 'UNAVAILABLE';
 
-export type Ack =
-  | { ok: true }
-  | { ok: false; error: { code: RealtimeErrorCode; message: string; retryAfter?: number } };
+export type Ack = { ok: true } | { ok: false; error: { code: RealtimeErrorCode; message: string; retryAfter?: number } };
 
 export type AckFn = (response: Ack) => void;
 

@@ -122,9 +122,7 @@ export function mapKalshiEvent(raw: unknown): MapResult<VenueGroup> {
 
 const CandleSchema = z.object({
   end_period_ts: z.number().int().positive(),
-  price: z
-    .object({ close_dollars: fixedOrEmpty, previous_dollars: fixedOrEmpty })
-    .nullish(),
+  price: z.object({ close_dollars: fixedOrEmpty, previous_dollars: fixedOrEmpty }).nullish(),
   yes_bid: z.object({ close_dollars: fixedOrEmpty }).nullish(),
   yes_ask: z.object({ close_dollars: fixedOrEmpty }).nullish(),
 });

@@ -27,7 +27,12 @@ export const LEADERBOARD_PAGE = 50;
 export const LEADERBOARD_MAX_OFFSET = 1000;
 export const CLOSED_PAGE = 50;
 
-async function getRows<T>(api: DataApi, path: string, query: Record<string, string | number | boolean>, schema: Parameters<typeof parseRows<T>>[0]): Promise<Parsed<T>> {
+async function getRows<T>(
+  api: DataApi,
+  path: string,
+  query: Record<string, string | number | boolean>,
+  schema: Parameters<typeof parseRows<T>>[0],
+): Promise<Parsed<T>> {
   const body = await requestJson(buildUrl(api.baseUrl, path, query), { timeoutMs: 10_000, attempts: 3, ...api.http });
   return parseRows(schema, body);
 }

@@ -22,7 +22,10 @@ export function periodMs(p: Period): number | undefined {
 
 const address = z.string().regex(/^0x[a-fA-F0-9]{40}$/);
 const finite = z.number().finite();
-const optText = z.string().nullish().transform((v) => v ?? '');
+const optText = z
+  .string()
+  .nullish()
+  .transform((v) => v ?? '');
 
 export const LeaderboardRowSchema = z.object({
   rank: z.string().regex(/^\d+$/),
@@ -32,7 +35,10 @@ export const LeaderboardRowSchema = z.object({
   pnl: finite,
   profileImage: optText,
   xUsername: optText,
-  verifiedBadge: z.boolean().nullish().transform((v) => v ?? false),
+  verifiedBadge: z
+    .boolean()
+    .nullish()
+    .transform((v) => v ?? false),
 });
 export type LeaderboardRow = z.infer<typeof LeaderboardRowSchema>;
 

@@ -105,7 +105,10 @@ export function mapGammaMarket(raw: unknown): VenueMarket | undefined {
   const m = parsed.data;
   if (m.outcomePrices.length === 0) return undefined;
   // venues.md "Our ids": the price of the "Yes" outcome, else the first outcome.
-  const yesIdx = Math.max(0, m.outcomes.findIndex((o) => o.trim().toLowerCase() === 'yes'));
+  const yesIdx = Math.max(
+    0,
+    m.outcomes.findIndex((o) => o.trim().toLowerCase() === 'yes'),
+  );
   const priceIdx = yesIdx < m.outcomePrices.length ? yesIdx : 0;
   // Protocol V2 markets carry real arrays in positionIds; pick by version, not by presence.
   const tokens = m.version === 'v2' ? (m.positionIds ?? []) : (m.clobTokenIds ?? []);

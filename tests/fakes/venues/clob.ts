@@ -21,7 +21,7 @@ export function serveClob(server: FakeServer, state: ClobState): void {
     const now = Math.floor((state.now?.() ?? Date.now()) / 1000);
     const fidelity = Number(req.query.get('fidelity') ?? 1) * 60;
     let seed = [...market].reduce((s, c) => (s * 31 + c.charCodeAt(0)) % 2147483647, 11);
-    const rnd = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+    const rnd = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
     let p = state.priceOf?.(market) ?? 0.5;
     const history = [];
     for (let i = 0; i < 48; i++) {

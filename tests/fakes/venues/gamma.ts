@@ -40,7 +40,10 @@ export function gammaMarket(id: string, question: string, yes: number, volume: n
     id,
     question,
     conditionId: `0x${id.padStart(64, '0')}`,
-    slug: question.toLowerCase().replace(/[^a-z0-9]+/g, '-').slice(0, 60),
+    slug: question
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .slice(0, 60),
     outcomes: '["Yes", "No"]',
     outcomePrices: JSON.stringify([String(yes), String(no)]),
     clobTokenIds: JSON.stringify([`${id}1111111111111111111111`, `${id}2222222222222222222222`]),
@@ -87,7 +90,7 @@ export function gammaEvent(id: string, slug: string, title: string, markets: any
 export function generateGammaEvents(groups: number, perGroup: number, seed = 1): any[] {
   const out: any[] = [];
   let r = seed;
-  const rnd = () => ((r = (r * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const rnd = () => (r = (r * 1103515245 + 12345) % 2147483648) / 2147483648;
   for (let g = 0; g < groups; g++) {
     const eid = String(100000 + g);
     const markets = [];
@@ -95,7 +98,11 @@ export function generateGammaEvents(groups: number, perGroup: number, seed = 1):
       const mid = String(5000000 + g * perGroup + k);
       markets.push(gammaMarket(mid, `Generated question ${g}-${k}?`, Math.round(rnd() * 980 + 10) / 1000, Math.round(rnd() * 1e6) / 100));
     }
-    out.push(gammaEvent(eid, `generated-event-${g}`, `Generated event ${g}`, markets, { category: ['Politics', 'Sports', 'Crypto', 'Economics'][g % 4] }));
+    out.push(
+      gammaEvent(eid, `generated-event-${g}`, `Generated event ${g}`, markets, {
+        category: ['Politics', 'Sports', 'Crypto', 'Economics'][g % 4],
+      }),
+    );
   }
   return out;
 }

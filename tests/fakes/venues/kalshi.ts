@@ -24,7 +24,9 @@ export function serveKalshi(server: FakeServer, state: KalshiState): void {
     if (q.get('status') === 'open') {
       rows = rows.filter((e) => !Array.isArray(e?.markets) || e.markets.some((m: any) => OPEN.has(m?.status)));
     }
-    const page = rows.slice(offset, offset + limit).map((e) => (q.get('with_nested_markets') === 'true' ? e : { ...e, markets: undefined }));
+    const page = rows
+      .slice(offset, offset + limit)
+      .map((e) => (q.get('with_nested_markets') === 'true' ? e : { ...e, markets: undefined }));
     const next = offset + limit < rows.length ? Buffer.from(`o:${offset + limit}`).toString('base64url') : '';
     return { body: { events: page, cursor: next } };
   });
@@ -37,7 +39,9 @@ export function serveKalshi(server: FakeServer, state: KalshiState): void {
     }
     const market = state.events.flatMap((e) => e?.markets ?? []).find((m: any) => m?.ticker === req.params.ticker);
     if (!market) return { status: 404, body: { error: { code: 'not_found', message: 'market not found' } } };
-    const all = state.candles?.[req.params.ticker] ?? synthCandles(req.params.ticker, Number(market.last_price_dollars ?? 0.5), end, Number(period) * 60);
+    const all =
+      state.candles?.[req.params.ticker] ??
+      synthCandles(req.params.ticker, Number(market.last_price_dollars ?? 0.5), end, Number(period) * 60);
     return { body: { ticker: req.params.ticker, candlesticks: all.filter((c) => c.end_period_ts >= start && c.end_period_ts <= end) } };
   });
 }
@@ -46,7 +50,7 @@ const d4 = (n: number) => Math.min(1, Math.max(0, n)).toFixed(4);
 
 function synthCandles(ticker: string, last: number, end: number, stepSec: number): any[] {
   let seed = [...ticker].reduce((s, c) => (s * 31 + c.charCodeAt(0)) % 2147483647, 7);
-  const rnd = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+  const rnd = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
   const out = [];
   let p = last;
   const endAligned = Math.floor(end / stepSec) * stepSec;
@@ -56,7 +60,14 @@ function synthCandles(ticker: string, last: number, end: number, stepSec: number
       end_period_ts: ts,
       open_interest_fp: '1000.00',
       volume_fp: '10.00',
-      price: { open_dollars: d4(p), low_dollars: d4(p), high_dollars: d4(p), close_dollars: d4(p), mean_dollars: d4(p), previous_dollars: d4(p) },
+      price: {
+        open_dollars: d4(p),
+        low_dollars: d4(p),
+        high_dollars: d4(p),
+        close_dollars: d4(p),
+        mean_dollars: d4(p),
+        previous_dollars: d4(p),
+      },
       yes_bid: { open_dollars: d4(p - 0.01), low_dollars: d4(p - 0.01), high_dollars: d4(p - 0.01), close_dollars: d4(p - 0.01) },
       yes_ask: { open_dollars: d4(p + 0.01), low_dollars: d4(p + 0.01), high_dollars: d4(p + 0.01), close_dollars: d4(p + 0.01) },
     });
@@ -66,7 +77,16 @@ function synthCandles(ticker: string, last: number, end: number, stepSec: number
 }
 
 /** Wire-format Kalshi market (post-2026 `*_dollars` / `*_fp` strings only). */
-export function kalshiMarket(ticker: string, eventTicker: string, title: string, bid: number, ask: number, last: number, volume: number, extra: Record<string, unknown> = {}) {
+export function kalshiMarket(
+  ticker: string,
+  eventTicker: string,
+  title: string,
+  bid: number,
+  ask: number,
+  last: number,
+  volume: number,
+  extra: Record<string, unknown> = {},
+) {
   return {
     ticker,
     event_ticker: eventTicker,
@@ -98,7 +118,14 @@ export function kalshiMarket(ticker: string, eventTicker: string, title: string,
   };
 }
 
-export function kalshiEvent(eventTicker: string, seriesTicker: string, title: string, category: string, markets: any[], extra: Record<string, unknown> = {}) {
+export function kalshiEvent(
+  eventTicker: string,
+  seriesTicker: string,
+  title: string,
+  category: string,
+  markets: any[],
+  extra: Record<string, unknown> = {},
+) {
   return {
     event_ticker: eventTicker,
     series_ticker: seriesTicker,
