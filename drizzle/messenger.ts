@@ -1,7 +1,7 @@
 import { bigint, index, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { users } from './users.js';
 
-/** seed §2 MessengerBinding: a Telegram user linked to one account. */
+/** docs/api-contract.md §2 MessengerBinding: a Telegram user linked to one account. */
 export const messengerBindings = pgTable('messenger_bindings', {
   messengerId: bigint('messenger_id', { mode: 'bigint' }).primaryKey(),
   userId: uuid('user_id')

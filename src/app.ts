@@ -42,14 +42,14 @@ export interface BuildOverrides {
   logger?: FastifyServerOptions['logger'];
   /** Skip migrations when the caller already applied them. */
   migrate?: boolean;
-  /** WebSocket limits and timings (tests shrink them); defaults are seed §8's. */
+  /** WebSocket limits and timings (tests shrink them); defaults are docs/api-contract.md §8's. */
   realtime?: Partial<RealtimeOptions>;
 }
 
 export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
   return {
     level: config.LOG_LEVEL,
-    // decisions.md §3.11: never log tokens, signatures, cookies or secrets.
+    // docs/decisions.md §3.11: never log tokens, signatures, cookies or secrets.
     redact: {
       paths: [
         'req.headers.authorization',
@@ -172,7 +172,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   await app.register(realtimePlugin, overrides.realtime ?? {});
   await app.register(jobsPlugin, { definitions: overrides.jobs ?? jobDefinitions, onPricesChanged: priceChangeHooks });
   if (config.INTERNAL_API_TOKEN) {
-    // decisions.md §6: the whole /api/v1/internal tree is 404 while the token is unset.
+    // docs/decisions.md §6: the whole /api/v1/internal tree is 404 while the token is unset.
     await app.register(jobRoutes, { prefix: '/api/v1/internal' });
     await app.register(internalNotificationRoutes, { prefix: '/api/v1/internal' });
   }

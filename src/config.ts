@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 
 /**
- * The environment, parsed once. Every variable of decisions.md §1 (plus a few
+ * The environment, parsed once. Every variable of docs/decisions.md §1 (plus a few
  * operational knobs documented in the README) lives here; nothing else in the
  * code base reads process.env except src/server.ts, which hands it to us.
  */

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { z } from 'zod';
 
-/** Error codes of decisions.md §2. Public contract: keep the names exactly. */
+/** Error codes of docs/decisions.md §2. Public contract: keep the names exactly. */
 export type ErrorCode =
   | 'VALIDATION_ERROR'
   | 'INVALID_CURSOR'

@@ -13,7 +13,7 @@ function problemsOf(env: Record<string, string>): string[] {
 }
 
 describe('configuration', () => {
-  it('has working defaults with nothing set (decisions.md §1)', () => {
+  it('has working defaults with nothing set (docs/decisions.md §1)', () => {
     const c = loadConfig({});
     expect(c.PORT).toBe(3000);
     expect(c.HOST).toBe('127.0.0.1');

@@ -56,7 +56,7 @@ function expectProblem(res: { statusCode: number; headers: Record<string, unknow
   return body;
 }
 
-describe('problem+json for every error (decisions.md §2)', () => {
+describe('problem+json for every error (docs/decisions.md §2)', () => {
   it('unknown route → 404 NOT_FOUND', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/api/v1/nowhere' });
     expectProblem(res, 404, 'NOT_FOUND');

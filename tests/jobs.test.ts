@@ -25,7 +25,7 @@ afterAll(async () => t?.close());
 
 const auth = { authorization: `Bearer ${TOKEN}` };
 
-describe('internal job endpoints (decisions.md §9)', () => {
+describe('internal job endpoints (docs/decisions.md §9)', () => {
   it('runs a job now and answers its outcome', async () => {
     const res = await t.app.inject({ method: 'POST', url: '/api/v1/internal/jobs/ok-job', headers: auth });
     expect(res.statusCode).toBe(200);

@@ -1,4 +1,4 @@
-/** A problem+json answer of the API (decisions.md §2), as a typed error. */
+/** A problem+json answer of the API (docs/decisions.md §2), as a typed error. */
 export class ApiError extends Error {
   constructor(
     public readonly status: number,

@@ -12,7 +12,7 @@ export interface RealtimeOptions {
 }
 
 /**
- * Live channels (decisions.md §8) for the SPA, the mobile app and dashboards:
+ * Live channels (docs/decisions.md §8) for the SPA, the mobile app and dashboards:
  * connects with the session's current access token, subscribes with acks,
  * re-authenticates on `auth:expired` (refreshing the session first) and
  * subscribes again to every channel after a reconnect or a re-auth.

@@ -25,15 +25,15 @@ export interface SessionOptions {
    */
   mode: 'cookie' | 'token';
   storage?: TokenStorage;
-  /** Called once when the session ends because a refresh failed (seed §5.7: log the user out). */
+  /** Called once when the session ends because a refresh failed (docs/api-contract.md §5.7: log the user out). */
   onLoggedOut?: () => void;
   fetch?: typeof fetch;
 }
 
 /**
- * The access token lives in memory only (seed §5.4). On a 401 every failing
+ * The access token lives in memory only (docs/api-contract.md §5.4). On a 401 every failing
  * call shares one refresh (single flight), retries once on success, and the
- * session ends with one onLoggedOut call on failure (seed §5.7).
+ * session ends with one onLoggedOut call on failure (docs/api-contract.md §5.7).
  */
 export class Session {
   private accessToken: string | null = null;
@@ -97,7 +97,7 @@ export class Session {
   }
 
   /**
-   * Wallet sign-in (seed §5.2): nonce, sign locally, submit. `signMessage` gets the
+   * Wallet sign-in (docs/api-contract.md §5.2): nonce, sign locally, submit. `signMessage` gets the
    * nonce string and returns the signature (base58 for Solana, 0x hex for EVM),
    * so any wallet library plugs in.
    */

@@ -2,7 +2,7 @@ import { enrichLeaderboard } from '../domains/leaderboard/enrich.js';
 import type { JobDefinition } from './types.js';
 import { leaderboardDeps } from './leaderboard-deps.js';
 
-/** decisions.md §9: figures of ranked traders from their positions and trades, every 30 minutes. */
+/** docs/decisions.md §9: figures of ranked traders from their positions and trades, every 30 minutes. */
 export const leaderboardEnrichJob: JobDefinition = {
   name: 'leaderboard-enrich',
   schedule: '*/30 * * * *',

@@ -2,7 +2,7 @@ import { syncLeaderboards } from '../domains/leaderboard/sync.js';
 import type { JobDefinition } from './types.js';
 import { leaderboardDeps } from './leaderboard-deps.js';
 
-/** decisions.md §9: Polymarket leaderboard → one snapshot per (category, period), every 10 minutes. */
+/** docs/decisions.md §9: Polymarket leaderboard → one snapshot per (category, period), every 10 minutes. */
 export const leaderboardSyncJob: JobDefinition = {
   name: 'leaderboard-sync',
   schedule: '*/10 * * * *',

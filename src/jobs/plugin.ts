@@ -122,7 +122,7 @@ export const jobsPlugin = fp<JobsOptions>(
             track(execute(def, false)).catch((err) => app.log.error({ err, job: def.name }, 'job crashed'));
           };
           tasks.push(cron.schedule(def.schedule, tick, { name: def.name, noOverlap: true }));
-          tick(); // decisions.md §9: each runs once at start
+          tick(); // docs/decisions.md §9: each runs once at start
         }
       });
     }

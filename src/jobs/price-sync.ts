@@ -2,7 +2,7 @@ import { syncPrices } from '../domains/events/ingest.js';
 import type { JobDefinition } from './types.js';
 
 /**
- * decisions.md §5, §9: every 60 s, prices from the venues' listing calls,
+ * docs/decisions.md §5, §9: every 60 s, prices from the venues' listing calls,
  * price history, `market:<id>` updates and the alert-check hook.
  */
 export const priceSyncJob: JobDefinition = {

@@ -6,7 +6,7 @@ import { leaderboardEnrichJob } from './leaderboard-enrich.js';
 import { leaderboardSyncJob } from './leaderboard-sync.js';
 
 /**
- * The cron table (decisions.md §9): price-sync (60 s), events-sync (5 min),
+ * The cron table (docs/decisions.md §9): price-sync (60 s), events-sync (5 min),
  * leaderboard-sync (10 min), leaderboard-enrich (30 min).
  */
 export const jobDefinitions: JobDefinition[] = [eventsSyncJob, priceSyncJob, leaderboardSyncJob, leaderboardEnrichJob];

@@ -14,7 +14,7 @@ const JobOutcomeSchema = z
   })
   .meta({ id: 'JobOutcome' });
 
-/** decisions.md §9: run a job now, list the last run of each. Internal token only. */
+/** docs/decisions.md §9: run a job now, list the last run of each. Internal token only. */
 export const jobRoutes: FastifyPluginAsyncZod = async (app) => {
   app.post(
     '/jobs/:name',

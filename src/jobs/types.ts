@@ -43,7 +43,7 @@ export interface JobDefinition {
   run(deps: JobDeps): Promise<JobResult>;
 }
 
-/** decisions.md §9: the answer of the run-now endpoint and of GET /internal/jobs. */
+/** docs/decisions.md §9: the answer of the run-now endpoint and of GET /internal/jobs. */
 export interface JobOutcome {
   name: string;
   ok: boolean;

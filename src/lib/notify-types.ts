@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
 import type { Db } from '../db/index.js';
 
-/** decisions.md §6: the notification types. */
+/** docs/decisions.md §6: the notification types. */
 export const NOTIFICATION_TYPES = [
   'order_filled',
   'position_resolved',

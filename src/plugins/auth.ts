@@ -6,7 +6,7 @@ import { AppError, unauthorized } from '../errors.js';
 
 export type Chain = 'solana' | 'evm';
 
-/** What handlers see as the current user (seed §2 "JWT payloads"). */
+/** What handlers see as the current user (docs/api-contract.md §2 "JWT payloads"). */
 export interface AuthUser {
   id: string;
   walletAddress: string;
@@ -60,7 +60,7 @@ function safeEqual(a: string, b: string): boolean {
 }
 
 /**
- * Bearer JWT on every route by default (seed §5.1); `config: { public: true }`
+ * Bearer JWT on every route by default (docs/api-contract.md §5.1); `config: { public: true }`
  * opts out; `config: { internal: true }` requires INTERNAL_API_TOKEN instead.
  */
 export const authPlugin = fp(

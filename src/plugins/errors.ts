@@ -108,7 +108,7 @@ function fastifyClientError(err: FastifyError): { status: number; code: string; 
 }
 
 /**
- * One place turns every error into RFC 9457 problem+json (decisions.md §2):
+ * One place turns every error into RFC 9457 problem+json (docs/decisions.md §2):
  * AppError, Zod validation, Fastify's own client errors, rate-limit errors,
  * database/Redis outages (503); anything else is logged and becomes a 500
  * whose body reveals nothing.

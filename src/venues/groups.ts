@@ -1,7 +1,7 @@
 /**
  * Our shape of a venue event group and its markets, produced by the pure
- * mappers in polymarket/map.ts and kalshi/map.ts (decisions.md §5,
- * venues.md "Our ids"). The ingestion in src/domains/events/ writes these.
+ * mappers in polymarket/map.ts and kalshi/map.ts (docs/decisions.md §5,
+ * docs/venues.md "Our ids"). The ingestion in src/domains/events/ writes these.
  */
 export type Venue = 'polymarket' | 'kalshi';
 export type GroupStatus = 'active' | 'closed' | 'resolved';
@@ -57,7 +57,7 @@ export interface Listing {
   malformedGroupIds: string[];
 }
 
-/** Upper-case, `_`-separated category (decisions.md §5); filters apply the same function. */
+/** Upper-case, `_`-separated category (docs/decisions.md §5); filters apply the same function. */
 export function normalizeCategory(raw: string | null | undefined): string {
   const c = (raw ?? '')
     .trim()

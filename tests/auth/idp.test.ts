@@ -19,7 +19,7 @@ let key: CryptoKey;
 let otherKey: CryptoKey;
 let jwk: JWK;
 
-/** Independent derivation of decisions.md §3.4. */
+/** Independent derivation of docs/decisions.md §3.4. */
 const expectedAddress = (issuer: string, sub: string) =>
   getAddress(`0x${bytesToHex(keccak_256(new TextEncoder().encode(`idp:${issuer}:${sub}`))).slice(-40)}`);
 

@@ -15,7 +15,7 @@ function expect429(res: Awaited<ReturnType<typeof t.app.inject>>, limit: number)
   expect(res.headers['ratelimit-remaining']).toBe('0');
 }
 
-describe('seed §8 limits on the auth routes (sliding window, per IP unless said otherwise)', () => {
+describe('docs/api-contract.md §8 limits on the auth routes (sliding window, per IP unless said otherwise)', () => {
   it('GET /auth/wallet/nonce: 20 a minute per IP', async () => {
     const w = await solanaWallet();
     const ip = nextIp();

@@ -145,7 +145,7 @@ describe('events-sync ingestion', () => {
     expect(chart.outcomes[0].dataPoints.length).toBeGreaterThan(24);
   });
 
-  it('calls the listing endpoints with exactly the parameters of venues.md', () => {
+  it('calls the listing endpoints with exactly the parameters of docs/venues.md', () => {
     const g = venues.gamma.requests.find((r) => r.path === '/events')!;
     expect(Object.fromEntries(g.query)).toEqual({
       active: 'true',

@@ -3,7 +3,7 @@ import { decodeJsonStringArray, mapClobHistory, mapGammaEvent, mapGammaMarket } 
 import { kalshiYesPrice, mapKalshiCandles, mapKalshiEvent, mapKalshiMarket } from '../../src/venues/kalshi/map.js';
 import { normalizeCategory } from '../../src/venues/groups.js';
 
-// Fixtures shaped like the real responses quoted in venues.md §3, §4a, §5, §6.
+// Fixtures shaped like the real responses quoted in docs/venues.md §3, §4a, §5, §6.
 const gammaEvent = () => ({
   id: '90177',
   slug: 'btc-updown-15m-1767200400',

@@ -66,7 +66,7 @@ async function linkedPair() {
 
 const repliesTo = (chatId: number) => tg.sent.filter((m) => Number(m.chat_id) === chatId).map((m) => m.text);
 
-describe('webhook secret (decisions.md §7)', () => {
+describe('webhook secret (docs/decisions.md §7)', () => {
   it('wrong or missing secret → 401 INVALID_WEBHOOK_SECRET and nothing stored', async () => {
     const user = await createUser(t.app);
     const { code } = await issueCode(user);

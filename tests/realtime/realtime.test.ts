@@ -197,7 +197,7 @@ describe('token expiry and re-auth', () => {
   });
 });
 
-describe('limits (seed §8)', () => {
+describe('limits (docs/api-contract.md §8)', () => {
   it('refuses an 11th connection of one user and admits it again after a disconnect', async () => {
     const dave = newUserId();
     const token = signToken(dave);

@@ -7,7 +7,7 @@ import { createAlert, deleteAlert, listAlerts, updateAlert } from './service.js'
 const TRIGGER_NOTE =
   "Alerts are checked on every price-sync cycle (60 s) against the markets whose price changed: an active alert fires when its side's price (`no` = 1 − yesPrice) is ≥ target (`above`) or ≤ target (`below`). Firing sets `active: false` with `triggeredAt`/`triggeredPrice` and sends one `price_alert_triggered` notification (`data.marketId`, `data.alertId`).";
 
-/** Seed §4.5 with decisions.md §6, under /api/v1/alerts. */
+/** Seed §4.5 with docs/decisions.md §6, under /api/v1/alerts. */
 export const alertRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/',

@@ -8,7 +8,7 @@ export const BETA_COOKIE = 'beta_access';
 export const SESSION_MAX_AGE_SECONDS = 90 * 24 * 60 * 60;
 
 /**
- * decisions.md §3.7: SameSite=Lax in development (and tests), SameSite=None;
+ * docs/decisions.md §3.7: SameSite=Lax in development (and tests), SameSite=None;
  * Secure in production (the SPA is on another site); optional COOKIE_DOMAIN.
  */
 function base(config: Config): CookieSerializeOptions {
@@ -20,7 +20,7 @@ function base(config: Config): CookieSerializeOptions {
 const refreshOpts = (config: Config): CookieSerializeOptions => ({ ...base(config), httpOnly: true, path: '/api/v1/auth' });
 const markerOpts = (config: Config): CookieSerializeOptions => ({ ...base(config), httpOnly: false, path: '/' });
 
-/** The three cookies of a sign-in or refresh (seed §4.1). */
+/** The three cookies of a sign-in or refresh (docs/api-contract.md §4.1). */
 export function setSessionCookies(reply: FastifyReply, config: Config, refreshToken: string): void {
   reply.setCookie(REFRESH_COOKIE, refreshToken, { ...refreshOpts(config), maxAge: SESSION_MAX_AGE_SECONDS });
   reply.setCookie(LOGGED_IN_COOKIE, '1', { ...markerOpts(config), maxAge: SESSION_MAX_AGE_SECONDS });

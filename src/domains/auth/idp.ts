@@ -14,7 +14,7 @@ export type IdpVerifier = (accessToken: string) => Promise<IdpIdentity>;
 const rejected = (detail = 'The identity provider rejected the access token') => new AppError(401, 'INVALID_IDP_TOKEN', detail);
 const providerDown = () => unavailable('The identity provider is unreachable, try again shortly', 5);
 
-/** decisions.md §3.4: EIP-55 of the last 20 bytes of keccak256(utf8(`idp:<issuer>:<sub>`)). */
+/** docs/decisions.md §3.4: EIP-55 of the last 20 bytes of keccak256(utf8(`idp:<issuer>:<sub>`)). */
 export function deriveIdpAddress(issuer: string, subject: string): string {
   const hash = keccak256(stringToBytes(`idp:${issuer}:${subject}`));
   return getAddress(`0x${hash.slice(-40)}`);

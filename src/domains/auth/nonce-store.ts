@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { base58 } from '@scure/base';
 import type { FallbackSlidingWindow, GuardedOp, HitResult } from '../../lib/sliding-window.js';
 
-/** decisions.md §3.2: nonces live 5 minutes. */
+/** docs/decisions.md §3.2: nonces live 5 minutes. */
 export const NONCE_TTL_MS = 5 * 60 * 1000;
 
 export interface NonceBinding {
@@ -10,7 +10,7 @@ export interface NonceBinding {
   address: string;
 }
 
-/** The rate limit a nonce operation counts against (a sliding window key, seed §8). */
+/** The rate limit a nonce operation counts against (a sliding window key, docs/api-contract.md §8). */
 export interface NonceLimit {
   key: string;
   windowMs: number;

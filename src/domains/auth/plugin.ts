@@ -40,8 +40,8 @@ function presentedRefreshToken(request: FastifyRequest): string | undefined {
 }
 
 /**
- * Sign-in and sessions (seed §4.1, decisions.md §3), under /api/v1/auth.
- * Every route but logout is public; limits of seed §8 on each.
+ * Sign-in and sessions (docs/api-contract.md §4.1, docs/decisions.md §3), under /api/v1/auth.
+ * Every route but logout is public; limits of docs/api-contract.md §8 on each.
  */
 export const authRoutes: FastifyPluginAsyncZod = async (app) => {
   // Only these routes read or set cookies: the parser and its onSend hook are
@@ -62,7 +62,7 @@ export const authRoutes: FastifyPluginAsyncZod = async (app) => {
   const { config } = app;
 
   /**
-   * The sign-in nonce routes take their seed §8 limit (per IP) in the handler,
+   * The sign-in nonce routes take their docs/api-contract.md §8 limit (per IP) in the handler,
    * in the same Redis script as the nonce SET/GETDEL: one round trip where the
    * plugin's hook would add a second to every sign-in. Every request counts,
    * including ones refused for a malformed body or address: a request that
@@ -160,7 +160,7 @@ export const authRoutes: FastifyPluginAsyncZod = async (app) => {
           max: 60,
           timeWindow: MINUTE,
           // After body parsing, so a body-borne token is keyed too; keyed by the
-          // token's hash (seed §8), whatever IP presents it.
+          // token's hash (docs/api-contract.md §8), whatever IP presents it.
           hook: 'preHandler',
           keyGenerator: (request: FastifyRequest) => {
             const token = presentedRefreshToken(request);

@@ -40,7 +40,7 @@ export function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 
-/** 256 random bits, base64url (decisions.md §3.6). */
+/** 256 random bits, base64url (docs/decisions.md §3.6). */
 export function generateRefreshToken(): string {
   return randomBytes(32).toString('base64url');
 }
@@ -107,7 +107,7 @@ export async function signInWithWallet(
   });
 }
 
-/** Identity-provider sign-in: a separate account at a synthetic EVM address (decisions.md §3.4). */
+/** Identity-provider sign-in: a separate account at a synthetic EVM address (docs/decisions.md §3.4). */
 export async function signInWithIdp(deps: AuthDeps, input: { accessToken: string }): Promise<Session> {
   const { issuer, subject } = await deps.verifyIdp(input.accessToken);
   return startSession(deps, {

@@ -145,7 +145,7 @@ async function refreshGroupTotals(deps: IngestDeps, tx: DbOrTx, groupIds: string
   );
 }
 
-/** Hands changed prices to the live channel and to the alert check (decisions.md §5, §8). */
+/** Hands changed prices to the live channel and to the alert check (docs/decisions.md §5, §8). */
 async function announceChanges(deps: IngestDeps, changes: PriceChange[]): Promise<void> {
   for (const c of changes) {
     deps.publish(`market:${c.marketId}`, 'market:update', {
@@ -318,7 +318,7 @@ export async function backfillHistory(deps: IngestDeps, limit = BACKFILL_PER_RUN
 // ---------------------------------------------------------------- groups
 
 /**
- * Slugs (venues.md "Our ids"): Polymarket's slug, or the lower-cased Kalshi
+ * Slugs (docs/venues.md "Our ids"): Polymarket's slug, or the lower-cased Kalshi
  * event ticker suffixed `-kalshi` when another group holds it. A Kalshi group
  * keeps the slug it was first given, so its URL is stable; a Polymarket group
  * arriving on a slug a Kalshi group holds takes it, and the Kalshi group moves
@@ -450,7 +450,7 @@ async function closeGroups(deps: IngestDeps, tx: DbOrTx, ids: string[]) {
 /**
  * One events-sync run: both open listings; Polymarket groups that left the
  * list are re-read by id (closed or resolved as Gamma says; 404 → closed);
- * Kalshi groups that left the open list are closed (venues.md lists no
+ * Kalshi groups that left the open list are closed (docs/venues.md lists no
  * Kalshi re-read call); then prices (with history and publish), then a
  * bounded history backfill of first-seen markets.
  */

@@ -11,8 +11,8 @@ import { getChart, getEvent, listEvents } from './service.js';
 export const EVENTS_CACHE_TTL_MS = 5_000;
 
 /**
- * GET /api/v1/events, /events/:slug and /events/:slug/chart (seed-api.md
- * §4.7, decisions.md §5), all public. Responses are serialised once and
+ * GET /api/v1/events, /events/:slug and /events/:slug/chart (docs/api-contract.md
+ * §4.7, docs/decisions.md §5), all public. Responses are serialised once and
  * served from a short per-instance cache (see cache.ts); the sync jobs of
  * this process clear it when they write.
  */
@@ -65,7 +65,7 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
         operationId: 'getEvent',
         tags: ['events'],
         summary: 'One event group with its markets',
-        description: `Markets ordered by volume descending. No \`marketCount\` or \`imageUrl\` here (seed-api.md §2). 404 NOT_FOUND for an unknown slug. ${cacheNote}`,
+        description: `Markets ordered by volume descending. No \`marketCount\` or \`imageUrl\` here (docs/api-contract.md §2). 404 NOT_FOUND for an unknown slug. ${cacheNote}`,
         params: SlugParamsSchema,
         response: { 200: EventDetailSchema, ...problemResponses(400, 404) },
       },

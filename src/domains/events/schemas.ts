@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Event-group shapes of seed-api.md §2 and query rules of decisions.md §5. */
+/** Event-group shapes of docs/api-contract.md §2 and query rules of docs/decisions.md §5. */
 
 export const GroupStatusSchema = z.enum(['active', 'closed', 'resolved']);
 

@@ -6,7 +6,7 @@ import { checkReadiness } from './service.js';
 
 const Checks = z.record(z.string(), z.enum(['ok', 'failed', 'disabled']));
 
-/** GET /health/live and GET /health/ready (decisions.md §9). */
+/** GET /health/live and GET /health/ready (docs/decisions.md §9). */
 export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/health/live',

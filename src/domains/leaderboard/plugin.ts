@@ -24,7 +24,7 @@ import { sendSerialized } from '../../lib/serializer.js';
 
 const PROFILE_TTL_MS = 5 * 60_000;
 
-/** Public leaderboard routes (seed §4.3, decisions.md §4), under /api/v1/leaderboard. */
+/** Public leaderboard routes (docs/api-contract.md §4.3, docs/decisions.md §4), under /api/v1/leaderboard. */
 export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
   const cache = createLeaderboardCache();
   // A sync or enrichment in this process publishes on the monitor channel: drop cached pages at once.

@@ -8,7 +8,7 @@ import { checkWebhookSecret, getLinkStatus, handleUpdate, issueLinkCode, sendRep
 /** How long the webhook waits for its replies before answering anyway (they still go out). */
 const REPLY_WAIT_MS = 2_000;
 
-/** /api/v1/messenger-bot: the Telegram webhook and account linking (seed §4.2, decisions.md §7). */
+/** /api/v1/messenger-bot: the Telegram webhook and account linking (docs/api-contract.md §4.2, docs/decisions.md §7). */
 export const messengerRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = (log = app.log): MessengerDeps => ({ db: app.db, config: app.config, log, clock: app.clock });
 

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 
-/** 1 MiB on the webhook (decisions.md §2), over the global 64 KiB. */
+/** 1 MiB on the webhook (docs/decisions.md §2), over the global 64 KiB. */
 export const WEBHOOK_BODY_LIMIT = 1024 * 1024;
-/** Link codes live 10 minutes (decisions.md §7). */
+/** Link codes live 10 minutes (docs/decisions.md §7). */
 export const LINK_CODE_TTL_MS = 10 * 60 * 1000;
 
 /**

@@ -33,7 +33,7 @@ const notifyDeps = (app: Parameters<FastifyPluginAsyncZod>[0]): NotifyDeps => ({
   publish: app.publish,
 });
 
-/** Seed §4.4 with decisions.md §6, under /api/v1/notifications. */
+/** Seed §4.4 with docs/decisions.md §6, under /api/v1/notifications. */
 export const notificationRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/',

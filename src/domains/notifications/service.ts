@@ -91,7 +91,7 @@ export function announceNotifications(deps: NotifyDeps, stored: StoredNotificati
 }
 
 /**
- * The one notify path (decisions.md §6): store, emit on the user's
+ * The one notify path (docs/decisions.md §6): store, emit on the user's
  * `user:notifications` stream, and hand push/messenger delivery to the outbox.
  * Returns as soon as the notification is stored; delivery never delays or
  * undoes it.

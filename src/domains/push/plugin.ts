@@ -12,7 +12,7 @@ import { checkPushReceipts, getPreferences, registerDevice, unregisterDevice, up
 /** How often Expo receipts are checked (tickets are asked about ~15 min after sending). */
 export const RECEIPT_CHECK_MS = 5 * 60_000;
 
-/** Seed §4.6 with decisions.md §6, under /api/v1/push. */
+/** Seed §4.6 with docs/decisions.md §6, under /api/v1/push. */
 export const pushRoutes: FastifyPluginAsyncZod = async (app) => {
   app.post(
     '/register',

@@ -1,5 +1,5 @@
 /**
- * Channel names of decisions.md §8 and the Socket.IO room each one maps to.
+ * Channel names of docs/decisions.md §8 and the Socket.IO room each one maps to.
  *
  * Domains never touch sockets: they call `app.publish(channel, event, payload)`
  * with one of the channel strings built here, and the realtime plugin emits
@@ -16,7 +16,7 @@ export const MONITOR_UPDATE = 'monitor:update';
 export const NOTIFICATION = 'notification';
 export const AUTH_EXPIRED = 'auth:expired';
 
-/** Our market ids: `pm-<gamma id>` / `ks-<ticker>` (venues.md); kept open to other venues' id shapes. */
+/** Our market ids: `pm-<gamma id>` / `ks-<ticker>` (docs/venues.md); kept open to other venues' id shapes. */
 const MARKET_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** Monitor names are short lower-case slugs such as `leaderboard-sync` or `events-sync`. */
 const MONITOR_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { FastifyBaseLogger } from 'fastify';
 
 /**
- * Connection counting for the WebSocket limits of seed §8 (total, per user,
+ * Connection counting for the WebSocket limits of docs/api-contract.md §8 (total, per user,
  * per IP).
  *
  * Every instance keeps its own sockets in memory. With Redis the decision is

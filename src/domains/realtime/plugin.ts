@@ -90,7 +90,7 @@ function swallowRejections(client: Redis, onError: (err: unknown) => void) {
  * Socket.IO on the Fastify server (style.md habit 10): our own small plugin
  * because fastify-socket.io still declares Fastify 4 only. It owns the
  * handshake (token, connection limits), the subscribe/unsubscribe/auth
- * protocol of decisions.md §8, token expiry, and the bridge from
+ * protocol of docs/decisions.md §8, token expiry, and the bridge from
  * `app.publish` (infra's bus) to rooms. With Redis, `@socket.io/redis-adapter`
  * carries every publish to every instance and the connection limits are
  * shared (see connection-limits.ts).

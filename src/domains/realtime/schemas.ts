@@ -9,7 +9,7 @@ export type ChannelRequest = z.infer<typeof ChannelRequestSchema>;
 export const AuthRequestSchema = z.strictObject({ token: z.string().min(1).max(4096) });
 export type AuthRequest = z.infer<typeof AuthRequestSchema>;
 
-/** Codes an ack or a refused connection can carry (decisions.md §8, plus §2's UNAUTHORIZED). */
+/** Codes an ack or a refused connection can carry (docs/decisions.md §8, plus §2's UNAUTHORIZED). */
 export type RealtimeErrorCode =
   'FORBIDDEN' | 'RATE_LIMITED' | 'INVALID_CHANNEL' | 'UNAUTHORIZED' | 'TOO_MANY_CONNECTIONS' | 'VALIDATION_ERROR' | 'UNAVAILABLE';
 
@@ -17,7 +17,7 @@ export type Ack = { ok: true } | { ok: false; error: { code: RealtimeErrorCode; 
 
 export type AckFn = (response: Ack) => void;
 
-/** `market:update` on `market:<marketId>` (decisions.md §8). */
+/** `market:update` on `market:<marketId>` (docs/decisions.md §8). */
 export interface MarketUpdate {
   marketId: string;
   yesPrice: number;
@@ -32,7 +32,7 @@ export interface MonitorUpdate {
   [field: string]: unknown;
 }
 
-/** `notification` on `user:notifications`: the Notification of seed §2. */
+/** `notification` on `user:notifications`: the Notification of docs/api-contract.md §2. */
 export interface NotificationMessage {
   id: string;
   type: string;

@@ -3,7 +3,7 @@ import { normalizeCategory, roundPrice, type MarketStatus, type VenueGroup, type
 import type { MapResult } from '../polymarket/map.js';
 
 /**
- * Pure mapping of Kalshi Trade API v2 events and candlesticks (venues.md §5,
+ * Pure mapping of Kalshi Trade API v2 events and candlesticks (docs/venues.md §5,
  * §6) to ours. Since 2026-03-12 prices are `*_dollars` fixed-point strings
  * (already probabilities) and counts `*_fp` strings; the legacy cent fields
  * are gone, so they are not read.
@@ -45,7 +45,7 @@ export const KalshiEventsPageSchema = z.object({
 const num = (s: string | null | undefined): number | undefined => (s == null || s === '' ? undefined : Number(s));
 
 /**
- * venues.md "Our ids": midpoint of yes bid and ask when both are set and the
+ * docs/venues.md "Our ids": midpoint of yes bid and ask when both are set and the
  * spread is below 0.5, else the last trade price.
  */
 export function kalshiYesPrice(m: Pick<KalshiMarket, 'yes_bid_dollars' | 'yes_ask_dollars' | 'last_price_dollars'>): number | undefined {

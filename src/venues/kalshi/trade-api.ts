@@ -3,7 +3,7 @@ import type { Listing, VenueGroup } from '../groups.js';
 import { KalshiEventsPageSchema, mapKalshiCandles, mapKalshiEvent } from './map.js';
 
 /**
- * Kalshi Trade API v2, exactly the calls of venues.md "What we call":
+ * Kalshi Trade API v2, exactly the calls of docs/venues.md "What we call":
  * GET /events?status=open&with_nested_markets=true&limit=200&cursor=C until
  * cursor is "", and GET /series/{series}/markets/{ticker}/candlesticks for
  * the chart backfill. Market data needs no authentication.

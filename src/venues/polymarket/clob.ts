@@ -2,7 +2,7 @@ import { buildUrl, requestJson, type RequestOptions } from '../../lib/http.js';
 import { mapClobHistory } from './map.js';
 
 /**
- * Polymarket CLOB, one call (venues.md "What we call", chart backfill):
+ * Polymarket CLOB, one call (docs/venues.md "What we call", chart backfill):
  * GET /prices-history?market=<yes token id>&interval=max&fidelity=60 → hourly points.
  */
 export async function getClobPriceHistory(

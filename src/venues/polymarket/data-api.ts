@@ -14,7 +14,7 @@ import {
 } from './data-map.js';
 
 /**
- * Polymarket Data API adapter: exactly the calls of venues.md "What we call".
+ * Polymarket Data API adapter: exactly the calls of docs/venues.md "What we call".
  * Every listing is a bare array, paged by limit/offset until a short page.
  */
 export interface DataApi {
@@ -23,7 +23,7 @@ export interface DataApi {
 }
 
 export const LEADERBOARD_PAGE = 50;
-/** The venue's offset ceiling (venues.md §1): at most 21 pages per ordering. */
+/** The venue's offset ceiling (docs/venues.md §1): at most 21 pages per ordering. */
 export const LEADERBOARD_MAX_OFFSET = 1000;
 export const CLOSED_PAGE = 50;
 

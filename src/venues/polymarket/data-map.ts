@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Pure mapping from Polymarket Data API wire rows (venues.md §1–2) to our
+ * Pure mapping from Polymarket Data API wire rows (docs/venues.md §1–2) to our
  * shapes. Every row is parsed strictly on its own: a malformed row is skipped
  * and counted, never fatal to the page it came in.
  */
@@ -119,7 +119,7 @@ export function shortAddress(addr: string): string {
   return `${a.slice(0, 6)}…${a.slice(-4)}`;
 }
 
-/** A deterministic identicon so every trader has an avatar URL (seed §2: avatarUrl is a URL). */
+/** A deterministic identicon so every trader has an avatar URL (docs/api-contract.md §2: avatarUrl is a URL). */
 export function fallbackAvatar(addr: string): string {
   return `https://api.dicebear.com/9.x/identicon/svg?seed=${addr.toLowerCase()}`;
 }

@@ -3,7 +3,7 @@ import type { Listing, VenueGroup } from '../groups.js';
 import { mapGammaEvent } from './map.js';
 
 /**
- * Polymarket Gamma API, exactly the calls of venues.md "What we call":
+ * Polymarket Gamma API, exactly the calls of docs/venues.md "What we call":
  * GET /events?active=true&closed=false&order=volume24hr&ascending=false&limit=100&offset=N
  * until a short page, and GET /events/{id} for a known open group that left the list.
  */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { normalizeCategory, roundPrice, type GroupStatus, type MarketStatus, type VenueGroup, type VenueMarket } from '../groups.js';
 
 /**
- * Pure mapping of Polymarket Gamma events (venues.md §3) to our groups. No
+ * Pure mapping of Polymarket Gamma events (docs/venues.md §3) to our groups. No
  * I/O here: gamma.ts fetches, this file parses strictly and maps, so it can
  * be unit-tested on fixtures shaped like the real responses.
  */
@@ -104,7 +104,7 @@ export function mapGammaMarket(raw: unknown): VenueMarket | undefined {
   if (!parsed.success) return undefined;
   const m = parsed.data;
   if (m.outcomePrices.length === 0) return undefined;
-  // venues.md "Our ids": the price of the "Yes" outcome, else the first outcome.
+  // docs/venues.md "Our ids": the price of the "Yes" outcome, else the first outcome.
   const yesIdx = Math.max(
     0,
     m.outcomes.findIndex((o) => o.trim().toLowerCase() === 'yes'),

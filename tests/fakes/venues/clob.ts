@@ -1,7 +1,7 @@
 import type { FakeServer } from '../server.js';
 
 /**
- * A fake Polymarket CLOB serving GET /prices-history (venues.md §4a):
+ * A fake Polymarket CLOB serving GET /prices-history (docs/venues.md §4a):
  * `{ history: [{ t, p }] }` with `t` in unix seconds. Histories come from
  * `state.history[tokenId]` or are synthesised deterministically (hourly, two
  * days) ending at `state.priceOf(tokenId)` when given.

@@ -1,7 +1,7 @@
 import type { FakeServer } from '../server.js';
 
 /**
- * A fake Polymarket Gamma API speaking the wire format of venues.md §3:
+ * A fake Polymarket Gamma API speaking the wire format of docs/venues.md §3:
  * GET /events (bare array, limit/offset, active/closed filters, ordered by
  * volume24hr desc) and GET /events/:id (one object, 404 when unknown).
  * `state.events` holds raw wire rows, so tests can put malformed ones in.

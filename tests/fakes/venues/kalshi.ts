@@ -1,7 +1,7 @@
 import type { FakeServer } from '../server.js';
 
 /**
- * A fake Kalshi Trade API v2 speaking venues.md §5–6: GET /events
+ * A fake Kalshi Trade API v2 speaking docs/venues.md §5–6: GET /events
  * (status=open, nested markets, opaque cursor, `""` on the last page) and
  * GET /series/:series/markets/:ticker/candlesticks (all three query params
  * required, `*_dollars` strings). Candles come from `state.candles` or are

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { startFakeServer, type FakeRequest, type FakeServer } from '../server.js';
 
 /**
- * A fake Polymarket Data API speaking the v1 wire format of venues.md §1–2:
+ * A fake Polymarket Data API speaking the v1 wire format of docs/venues.md §1–2:
  * bare arrays, `rank` as a string, limit/offset paging with the venue's
  * bounds (leaderboard limit ≤ 50, offset ≤ 1000; closed positions limit ≤ 50).
  * Users without scripted activity get deterministic synthetic activity
