@@ -197,7 +197,7 @@ export interface paths {
         };
         /**
          * One event group with its markets
-         * @description Markets ordered by volume descending. No `marketCount` or `imageUrl` here (seed-api.md §2). 404 NOT_FOUND for an unknown slug. Served from a per-instance cache refreshed when the sync jobs write (at most 5 s stale).
+         * @description Markets ordered by volume descending. No `marketCount` or `imageUrl` here (docs/api-contract.md §2). 404 NOT_FOUND for an unknown slug. Served from a per-instance cache refreshed when the sync jobs write (at most 5 s stale).
          */
         get: operations["getEvent"];
         put?: never;
