@@ -24,7 +24,7 @@ import { leaderboardRoutes } from './domains/leaderboard/plugin.js';
 import { realtimePlugin, type RealtimeOptions } from './domains/realtime/plugin.js';
 import { jobsPlugin } from './jobs/plugin.js';
 import { jobRoutes } from './jobs/routes.js';
-import { jobDefinitions, priceChangeHooks } from './jobs/registry.js';
+import { jobDefinitions } from './jobs/registry.js';
 import type { JobDefinition } from './jobs/types.js';
 
 export const BODY_LIMIT = 64 * 1024;
@@ -170,7 +170,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot' });
 
   await app.register(realtimePlugin, overrides.realtime ?? {});
-  await app.register(jobsPlugin, { definitions: overrides.jobs ?? jobDefinitions, onPricesChanged: priceChangeHooks });
+  await app.register(jobsPlugin, { definitions: overrides.jobs ?? jobDefinitions });
   if (config.INTERNAL_API_TOKEN) {
     // docs/decisions.md §6: the whole /api/v1/internal tree is 404 while the token is unset.
     await app.register(jobRoutes, { prefix: '/api/v1/internal' });

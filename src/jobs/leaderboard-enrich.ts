@@ -7,7 +7,12 @@ export const leaderboardEnrichJob: JobDefinition = {
   name: 'leaderboard-enrich',
   schedule: '*/30 * * * *',
   async run(deps) {
-    const { items } = await enrichLeaderboard(leaderboardDeps(deps));
-    return { items };
+    try {
+      const { items } = await enrichLeaderboard(leaderboardDeps(deps));
+      return { items };
+    } finally {
+      // Batches written before a failure are served at once too.
+      deps.dataChanged('leaderboard');
+    }
   },
 };

@@ -7,7 +7,12 @@ export const leaderboardSyncJob: JobDefinition = {
   name: 'leaderboard-sync',
   schedule: '*/10 * * * *',
   async run(deps) {
-    const { items } = await syncLeaderboards(leaderboardDeps(deps));
-    return { items };
+    try {
+      const { items } = await syncLeaderboards(leaderboardDeps(deps));
+      return { items };
+    } finally {
+      // Boards that switched before a failure are served at once too.
+      deps.dataChanged('leaderboard');
+    }
   },
 };

@@ -1,9 +1,9 @@
 import fp from 'fastify-plugin';
 import cron, { type ScheduledTask } from 'node-cron';
-import { desc, eq, and, lt, sql } from 'drizzle-orm';
+import { eq, and, lt, sql } from 'drizzle-orm';
 import { jobRuns } from '../../drizzle/index.js';
 import { lockKey } from '../db/index.js';
-import type { JobDefinition, JobDeps, JobHooks, JobOutcome } from './types.js';
+import type { JobDefinition, JobDeps, JobOutcome } from './types.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -11,7 +11,7 @@ declare module 'fastify' {
       names(): string[];
       /** Runs a job now (waits for another instance's run to finish first) and records it in job_runs. */
       run(name: string): Promise<JobOutcome>;
-      hooks: JobHooks;
+      /** What a run gets (tests call domain functions with it). */
       deps(): JobDeps;
     };
   }
@@ -21,8 +21,6 @@ const RETENTION_DAYS = 14;
 
 export interface JobsOptions {
   definitions: JobDefinition[];
-  /** Functions run by price-sync with each cycle's changed prices (the price-alert check). */
-  onPricesChanged?: JobHooks['onPricesChanged'];
 }
 
 /**
@@ -34,7 +32,6 @@ export interface JobsOptions {
 export const jobsPlugin = fp<JobsOptions>(
   async (app, opts) => {
     const defs = new Map(opts.definitions.map((d) => [d.name, d]));
-    const hooks: JobHooks = { onPricesChanged: [...(opts.onPricesChanged ?? [])] };
     const running = new Set<Promise<unknown>>();
     const tasks: ScheduledTask[] = [];
     let closing = false;
@@ -47,7 +44,7 @@ export const jobsPlugin = fp<JobsOptions>(
       publish: app.publish,
       clock: app.clock,
       redis: app.redisClient,
-      hooks,
+      dataChanged: (topic) => app.signals.emit('dataChanged', topic),
     });
 
     async function execute(def: JobDefinition, wait: boolean): Promise<JobOutcome | undefined> {
@@ -104,7 +101,6 @@ export const jobsPlugin = fp<JobsOptions>(
 
     app.decorate('jobs', {
       names: () => [...defs.keys()],
-      hooks,
       deps,
       async run(name: string) {
         const def = defs.get(name);
@@ -137,20 +133,3 @@ export const jobsPlugin = fp<JobsOptions>(
   },
   { name: 'jobs', fastify: '5.x', dependencies: ['infra'] },
 );
-
-export async function lastRuns(app: { db: JobDeps['db'] }, names: string[]): Promise<JobOutcome[]> {
-  const out: JobOutcome[] = [];
-  for (const name of names) {
-    const [r] = await app.db.select().from(jobRuns).where(eq(jobRuns.name, name)).orderBy(desc(jobRuns.startedAt)).limit(1);
-    if (!r) continue;
-    out.push({
-      name: r.name,
-      ok: r.ok ?? false,
-      startedAt: r.startedAt.toISOString(),
-      finishedAt: (r.finishedAt ?? r.startedAt).toISOString(),
-      items: r.items,
-      ...(r.error ? { error: r.error } : r.finishedAt ? {} : { error: 'running' }),
-    });
-  }
-  return out;
-}

@@ -1,5 +1,4 @@
-import { checkPriceAlerts } from '../domains/alerts/service.js';
-import type { JobDefinition, JobHooks } from './types.js';
+import type { JobDefinition } from './types.js';
 import { eventsSyncJob } from './events-sync.js';
 import { priceSyncJob } from './price-sync.js';
 import { leaderboardEnrichJob } from './leaderboard-enrich.js';
@@ -7,13 +6,7 @@ import { leaderboardSyncJob } from './leaderboard-sync.js';
 
 /**
  * The cron table (docs/decisions.md §9): price-sync (60 s), events-sync (5 min),
- * leaderboard-sync (10 min), leaderboard-enrich (30 min).
+ * leaderboard-sync (10 min), leaderboard-enrich (30 min). Each job composes
+ * the domain functions it runs; nothing else hooks into a job.
  */
 export const jobDefinitions: JobDefinition[] = [eventsSyncJob, priceSyncJob, leaderboardSyncJob, leaderboardEnrichJob];
-
-/** Run by price-sync after each cycle with the prices that changed (the price-alert check). */
-export const priceChangeHooks: JobHooks['onPricesChanged'] = [
-  async (deps, changes) => {
-    await checkPriceAlerts(deps, changes);
-  },
-];

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { notFound, problemResponses } from '../errors.js';
-import { lastRuns } from './plugin.js';
+import { lastRuns } from './runs.js';
 
 const JobOutcomeSchema = z
   .object({

@@ -2,9 +2,13 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import type { Db, DbHandle } from '../db/index.js';
-import type { PublishFn } from '../plugins/infra.js';
+import type { DataTopic, PublishFn } from '../plugins/infra.js';
 
-/** What a job's run() gets: explicit dependencies, no singletons. */
+/**
+ * What a job's run() gets: explicit dependencies, no singletons. A job hands
+ * each domain function the part it asks for (the domains define their own
+ * deps types; this object satisfies them structurally).
+ */
 export interface JobDeps {
   db: Db;
   dbh: DbHandle;
@@ -13,22 +17,8 @@ export interface JobDeps {
   publish: PublishFn;
   clock: () => Date;
   redis: Redis | undefined;
-  /** Hooks later domains attach to (e.g. the alert check after each price sync). */
-  hooks: JobHooks;
-}
-
-export interface JobHooks {
-  /** Called by price-sync with the markets whose price changed in this cycle. */
-  onPricesChanged: Array<(deps: JobDeps, changes: PriceChange[]) => Promise<void>>;
-  /** Called by events-sync and price-sync after they wrote event groups or markets (read caches drop). */
-  onEventsChanged?: Array<(deps: JobDeps) => Promise<void>>;
-}
-
-export interface PriceChange {
-  marketId: string;
-  yesPrice: number;
-  volume: number;
-  timestamp: Date;
+  /** Tells this instance's read caches that the job wrote (app.signals `dataChanged`). */
+  dataChanged(topic: DataTopic): void;
 }
 
 export interface JobResult {

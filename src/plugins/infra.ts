@@ -9,6 +9,16 @@ import { FallbackSlidingWindow, MemorySlidingWindow, RedisSlidingWindow } from '
 
 export type PublishFn = (channel: string, event: string, payload: unknown) => void;
 
+/** Stored data a job changed; per-instance read caches listen (src/domains/events, src/domains/leaderboard). */
+export type DataTopic = 'events' | 'leaderboard';
+
+/**
+ * In-process signals, apart from the socket bus: a job emits `dataChanged`
+ * after it writes, and the domain plugins drop their cached reads. They reach
+ * this instance only; other instances' caches expire on their own TTL.
+ */
+export type Signals = EventEmitter<{ dataChanged: [topic: DataTopic] }>;
+
 declare module 'fastify' {
   interface FastifyInstance {
     config: Config;
@@ -30,6 +40,8 @@ declare module 'fastify' {
     publish: PublishFn;
     /** In-process bus behind publish(); the realtime plugin and tests listen on it. */
     bus: EventEmitter;
+    /** Cache-invalidation signals inside this process (not sent to clients). */
+    signals: Signals;
   }
 }
 
@@ -113,6 +125,10 @@ export const infraPlugin = fp<InfraOptions>(
     app.decorate('publish', ((channel, event, payload) => {
       bus.emit('publish', { channel, event, payload });
     }) as PublishFn);
+
+    const signals: Signals = new EventEmitter();
+    signals.setMaxListeners(0);
+    app.decorate('signals', signals);
   },
   { name: 'infra', fastify: '5.x' },
 );

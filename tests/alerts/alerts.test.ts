@@ -4,7 +4,7 @@ import { notifications, priceAlerts } from '../../drizzle/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { createDb, type DbHandle } from '../../src/db/index.js';
 import { checkPriceAlerts } from '../../src/domains/alerts/service.js';
-import type { PriceChange } from '../../src/jobs/types.js';
+import type { PriceChange } from '../../src/domains/events/ingest.js';
 import { onPostgres } from '../helpers/env.js';
 import { createMarket, createUser, expectProblemShape, recordPublishes } from '../notifications/fixtures.js';
 
@@ -17,8 +17,9 @@ afterAll(async () => t?.close());
 const api = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, auth: Record<string, string>, payload?: unknown) =>
   t.app.inject({ method, url: `/api/v1/alerts${url}`, headers: auth, ...(payload === undefined ? {} : { payload: payload as object }) });
 const change = (marketId: string, yesPrice: number): PriceChange => ({ marketId, yesPrice, volume: 1000, timestamp: new Date() });
-const runHooks = async (app: TestApp['app'], changes: PriceChange[]) => {
-  for (const hook of app.jobs.hooks.onPricesChanged) await hook(app.jobs.deps(), changes);
+/** What the price-sync job does with a cycle's changes. */
+const runCheck = async (app: TestApp['app'], changes: PriceChange[]) => {
+  await checkPriceAlerts(app.jobs.deps(), changes);
 };
 const alertNotifications = (userId: string) =>
   t.app.db
@@ -178,7 +179,7 @@ describe('the price-alert trigger', () => {
       noBelowMiss: await mk(0.3, 'below', 'no'),
     };
     const rec = recordPublishes(t.app);
-    await runHooks(t.app, [change(m.id, 0.6)]);
+    await runCheck(t.app, [change(m.id, 0.6)]);
     rec.stop();
     const alerts = new Map<string, any>((await api('GET', '', u.auth)).json().alerts.map((a: any) => [a.id, a]));
     for (const [name, id] of Object.entries(ids)) {
@@ -210,9 +211,9 @@ describe('the price-alert trigger', () => {
     const still = await createMarket(t.app.db);
     const a = (await api('POST', '', u.auth, { marketId: moved.id, targetPrice: 0.8, condition: 'above', side: 'yes' })).json();
     const b = (await api('POST', '', u.auth, { marketId: still.id, targetPrice: 0.1, condition: 'above', side: 'yes' })).json();
-    await runHooks(t.app, [change(moved.id, 0.79)]);
+    await runCheck(t.app, [change(moved.id, 0.79)]);
     expect(await alertNotifications(u.id)).toHaveLength(0);
-    for (let i = 0; i < 3; i++) await runHooks(t.app, [change(moved.id, 0.85 + i * 0.01)]);
+    for (let i = 0; i < 3; i++) await runCheck(t.app, [change(moved.id, 0.85 + i * 0.01)]);
     expect(await checkPriceAlerts(t.app.jobs.deps(), [change(moved.id, 0.9)])).toBe(0);
     const notes = await alertNotifications(u.id);
     expect(notes.map((n) => n.data.alertId)).toEqual([a.id]);
@@ -221,8 +222,8 @@ describe('the price-alert trigger', () => {
     // Reactivated, it can fire again (once).
     const re = await api('PUT', `/${a.id}`, u.auth, { active: true });
     expect(re.json()).toMatchObject({ active: true, triggeredAt: null, triggeredPrice: null });
-    await runHooks(t.app, [change(moved.id, 0.95)]);
-    await runHooks(t.app, [change(moved.id, 0.96)]);
+    await runCheck(t.app, [change(moved.id, 0.95)]);
+    await runCheck(t.app, [change(moved.id, 0.96)]);
     expect(await alertNotifications(u.id)).toHaveLength(2);
   });
 
@@ -257,8 +258,8 @@ describe('the price-alert trigger', () => {
     try {
       const changes = ms.map((m) => change(m.id, 0.9));
       await Promise.all([
-        ...Array.from({ length: 4 }, () => runHooks(t.app, changes)),
-        ...Array.from({ length: 4 }, () => runHooks(second.app, changes)),
+        ...Array.from({ length: 4 }, () => runCheck(t.app, changes)),
+        ...Array.from({ length: 4 }, () => runCheck(second.app, changes)),
       ]);
     } finally {
       await second.close();

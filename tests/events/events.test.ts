@@ -2,20 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { loadSampleData, startFakeVenues, type FakeVenues } from '../fakes/venues/index.js';
-import type { PriceChange } from '../../src/jobs/types.js';
+import { createUser } from '../notifications/fixtures.js';
 
 let venues: FakeVenues;
 let t: TestApp;
 const published: Array<{ channel: string; event: string; payload: any }> = [];
-const hookCalls: PriceChange[][] = [];
 
 beforeAll(async () => {
   venues = await startFakeVenues(loadSampleData());
   t = await buildTestApp({ ...venues.env, INTERNAL_API_TOKEN: 'internal-token-0123456789' });
   t.app.bus.on('publish', (m) => published.push(m));
-  t.app.jobs.hooks.onPricesChanged.push(async (_deps, changes) => {
-    hookCalls.push(changes);
-  });
   const outcome = await t.app.jobs.run('events-sync');
   expect(outcome).toMatchObject({ name: 'events-sync', ok: true });
 });
@@ -247,14 +243,28 @@ describe('GET /api/v1/events/:slug/chart', () => {
 });
 
 describe('price-sync', () => {
-  it('makes a venue price change visible, publishes market:update and calls the alert hook', async () => {
+  it('makes a venue price change visible, publishes market:update and runs the alert check on the changes', async () => {
+    const user = await createUser(t.app);
+    const alert = (marketId: string, targetPrice: number, condition: 'above' | 'below') =>
+      t.app.inject({
+        method: 'POST',
+        url: '/api/v1/alerts',
+        headers: user.auth,
+        payload: { marketId, targetPrice, condition, side: 'yes' },
+      });
+    // Two the new prices cross, one whose condition already holds on a market that does not move.
+    for (const [m, p, c] of [
+      ['pm-702101', 0.3, 'above'],
+      ['ks-KXBALANCE-29', 0.25, 'below'],
+      ['pm-601001', 0.01, 'above'],
+    ] as const)
+      expect((await alert(m, p, c)).statusCode).toBe(201);
     const e = gammaEvent('30112');
     e.markets[0].outcomePrices = '["0.31", "0.69"]';
     const k = kalshiEvent('KXBALANCE-29');
     k.markets[0].yes_bid_dollars = '0.2000';
     k.markets[0].yes_ask_dollars = '0.2200';
     published.length = 0;
-    hookCalls.length = 0;
     const outcome = await t.app.jobs.run('price-sync');
     expect(outcome).toMatchObject({ ok: true, items: 2 });
 
@@ -267,8 +277,13 @@ describe('price-sync', () => {
     const u = updates.find((x) => x.channel === 'market:pm-702101')!;
     expect(u.payload).toEqual({ marketId: 'pm-702101', yesPrice: 0.31, volume: 5123000, timestamp: expect.any(String) });
     expect(new Date(u.payload.timestamp).toISOString()).toBe(u.payload.timestamp);
-    expect(hookCalls).toHaveLength(1);
-    expect(hookCalls[0].map((c) => c.marketId).sort()).toEqual(['ks-KXBALANCE-29', 'pm-702101']);
+    const alerts = (await t.app.inject({ method: 'GET', url: '/api/v1/alerts', headers: user.auth })).json().alerts;
+    const fired = alerts.filter((a: any) => a.triggeredAt !== null).map((a: any) => [a.marketId, a.triggeredPrice]);
+    expect(fired.sort()).toEqual([
+      ['ks-KXBALANCE-29', 0.21],
+      ['pm-702101', 0.31],
+    ]);
+    expect(published.filter((p) => p.event === 'notification')).toHaveLength(2);
 
     const [h] = await t.db.rows<{ price: number }>(
       sql`select price from price_history where market_id = 'pm-702101' order by ts desc limit 1`,

@@ -78,8 +78,9 @@ describe('history compaction', () => {
       sql`insert into price_history (market_id, ts, price)
           select 'ks-KXGEN-0-A', t, p from json_to_recordset(${JSON.stringify(rows)}::json) as x(t timestamptz, p float8)`,
     );
-    const deps = { ...t.app.jobs.deps(), clock: () => now };
-    await t.db.rows(sql`delete from job_runs where name = 'price-sync'`);
+    const deps = { dbh: t.app.dbh, clock: () => now };
+    // A watermark a minute ago scans only buckets that aged in that minute: nothing here.
+    expect(await compactHistory(deps, new Date(now.getTime() - 60_000))).toBe(0);
     const removed = await compactHistory(deps);
     expect(removed).toBeGreaterThan(0);
     const count = async (from: number, to: number) => {
@@ -102,5 +103,33 @@ describe('history compaction', () => {
     expect(Number(last.price)).toBe(0);
     // Idempotent.
     expect(await compactHistory(deps)).toBe(0);
+  });
+
+  it('price-sync passes its last successful run as the watermark', async () => {
+    const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000;
+    const minutes = (hoursAgo: number) =>
+      Array.from({ length: 3 }, (_, i) => ({ t: new Date(hour - hoursAgo * 3_600_000 + i * 60_000).toISOString(), p: 0.3 }));
+    const insert = (rows: Array<{ t: string; p: number }>) =>
+      t.db.rows(
+        sql`insert into price_history (market_id, ts, price)
+            select 'ks-KXGEN-1-A', t, p from json_to_recordset(${JSON.stringify(rows)}::json) as x(t timestamptz, p float8)`,
+      );
+    const inHour = async (hoursAgo: number) => {
+      const [r] = await t.db.rows<{ n: number }>(
+        sql`select count(*)::int as n from price_history where market_id = 'ks-KXGEN-1-A'
+            and ts >= ${new Date(hour - hoursAgo * 3_600_000).toISOString()}::timestamptz
+            and ts < ${new Date(hour - (hoursAgo - 1) * 3_600_000).toISOString()}::timestamptz`,
+      );
+      return Number(r.n);
+    };
+    // No successful run yet: the first one compacts everything.
+    await t.db.rows(sql`delete from job_runs where name = 'price-sync'`);
+    await insert(minutes(40));
+    expect((await t.app.jobs.run('price-sync')).ok).toBe(true);
+    expect(await inHour(40)).toBe(1);
+    // The next run starts from that run's watermark: an hour that aged long before it is not scanned again.
+    await insert(minutes(50));
+    expect((await t.app.jobs.run('price-sync')).ok).toBe(true);
+    expect(await inHour(50)).toBe(3);
   });
 });

@@ -2,7 +2,7 @@ import { and, count, desc, eq, sql, type SQL } from 'drizzle-orm';
 import { markets, priceAlerts } from '../../../drizzle/index.js';
 import { lockKey, type Db, type DbOrTx } from '../../db/index.js';
 import { AppError, notFound } from '../../errors.js';
-import type { JobDeps, PriceChange } from '../../jobs/types.js';
+import type { PriceChange } from '../events/ingest.js';
 import { announceNotifications, storeNotifications, type NotifyDeps } from '../notifications/service.js';
 import { MAX_ACTIVE_ALERTS, type CreateAlertInput, type PriceAlertJson, type UpdateAlertInput } from './schemas.js';
 
@@ -175,9 +175,12 @@ function rowsOf<T>(result: unknown): T[] {
   return Array.isArray(result) ? (result as T[]) : ((result as { rows?: T[] }).rows ?? []);
 }
 
+/** What the alert check needs: the notify path's dependencies (it stores and announces notifications). */
+export type AlertCheckDeps = NotifyDeps;
+
 /**
- * The price-alert trigger, run by price-sync with each cycle's changed
- * prices. One statement finds the active alerts each new price crosses and
+ * The price-alert trigger, run by the price-sync and events-sync jobs with
+ * each cycle's changed prices. One statement finds the active alerts each new price crosses and
  * deactivates them with triggeredAt/triggeredPrice:
  *  - four index range scans per moved market on (market_id, side, condition,
  *    target_price) WHERE active, one per (side, condition), each bounded by
@@ -188,7 +191,7 @@ function rowsOf<T>(result: unknown): T[] {
  * The notifications are stored in the same transaction (the alert fires and
  * its notification exists, or neither), then announced after commit.
  */
-export async function checkPriceAlerts(deps: NotifyDeps | JobDeps, changes: PriceChange[]): Promise<number> {
+export async function checkPriceAlerts(deps: AlertCheckDeps, changes: PriceChange[]): Promise<number> {
   const latest = new Map<string, number>();
   for (const c of changes) {
     if (typeof c.marketId === 'string' && Number.isFinite(c.yesPrice) && c.yesPrice >= 0 && c.yesPrice <= 1)

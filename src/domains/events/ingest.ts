@@ -1,21 +1,50 @@
 import { sql } from 'drizzle-orm';
-import type { JobDeps, PriceChange } from '../../jobs/types.js';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../../config.js';
 import { UpstreamError, type RequestOptions } from '../../lib/http.js';
+import type { PublishFn } from '../../plugins/infra.js';
 import { mapLimit, type Listing, type PriceQuote, type VenueGroup } from '../../venues/groups.js';
 import { getGammaEvent, listOpenGammaEvents } from '../../venues/polymarket/gamma.js';
 import { getClobPriceHistory } from '../../venues/polymarket/clob.js';
 import { getKalshiCandles, listOpenKalshiEvents } from '../../venues/kalshi/trade-api.js';
-import { lockKey, type DbOrTx } from '../../db/index.js';
+import { lockKey, type Db, type DbHandle, type DbOrTx } from '../../db/index.js';
 
 /**
  * The write side of market data, called by the events-sync and price-sync
- * jobs (src/jobs/). Every write is set-based: one statement per page of
+ * jobs (src/jobs/), which also run the price-alert check on the changes and
+ * signal the read caches. Every write is set-based: one statement per page of
  * groups, markets, prices or history, fed as one JSON parameter
  * (json_to_recordset) so it works the same on postgres-js and PGlite and
  * never hits the 65,535-parameter limit.
  */
 
-export type IngestDeps = JobDeps & { http?: RequestOptions };
+export interface IngestDeps {
+  db: Db;
+  dbh: DbHandle;
+  config: Pick<Config, 'POLYMARKET_GAMMA_API_URL' | 'POLYMARKET_CLOB_API_URL' | 'KALSHI_API_URL'>;
+  log: FastifyBaseLogger;
+  clock: () => Date;
+  http?: RequestOptions;
+}
+
+/** A market whose yes price changed in a sync (docs/decisions.md §5): published live and checked against price alerts. */
+export interface PriceChange {
+  marketId: string;
+  yesPrice: number;
+  volume: number;
+  timestamp: Date;
+}
+
+/**
+ * What one sync did. A venue whose listing failed is left out (its last good
+ * data stays) and reported in `failure`, which the job throws after the
+ * other venue's changes are handled, so job_runs records the run as failed.
+ */
+export interface SyncOutcome {
+  items: number;
+  changes: PriceChange[];
+  failure?: Error;
+}
 
 /** Markets whose history is fetched per events-sync run; the rest follow on the next runs. */
 export const BACKFILL_PER_RUN = 200;
@@ -72,14 +101,8 @@ function json(value: unknown) {
   return sql`${JSON.stringify(value)}::json`;
 }
 
-async function notifyEventsChanged(deps: IngestDeps) {
-  for (const fn of deps.hooks.onEventsChanged ?? []) {
-    try {
-      await fn(deps);
-    } catch (err) {
-      deps.log.error({ err }, 'onEventsChanged hook failed');
-    }
-  }
+function venueFailure(failures: string[]): Error | undefined {
+  return failures.length > 0 ? new Error(`venue listing failed (${failures.join('; ')})`) : undefined;
 }
 
 // ---------------------------------------------------------------- prices
@@ -145,8 +168,8 @@ async function refreshGroupTotals(deps: IngestDeps, tx: DbOrTx, groupIds: string
   );
 }
 
-/** Hands changed prices to the live channel and to the alert check (docs/decisions.md §5, §8). */
-async function announceChanges(deps: IngestDeps, changes: PriceChange[]): Promise<void> {
+/** Sends changed prices to the live channels (docs/decisions.md §5, §8). */
+export function publishPriceChanges(deps: { publish: PublishFn }, changes: PriceChange[]): void {
   for (const c of changes) {
     deps.publish(`market:${c.marketId}`, 'market:update', {
       marketId: c.marketId,
@@ -155,17 +178,6 @@ async function announceChanges(deps: IngestDeps, changes: PriceChange[]): Promis
       timestamp: c.timestamp.toISOString(),
     });
   }
-  if (changes.length === 0) return;
-  let firstError: unknown;
-  for (const fn of deps.hooks.onPricesChanged) {
-    try {
-      await fn(deps, changes);
-    } catch (err) {
-      deps.log.error({ err }, 'onPricesChanged hook failed');
-      firstError ??= err;
-    }
-  }
-  if (firstError) throw firstError;
 }
 
 function quotesOf(groups: VenueGroup[]): PriceQuote[] {
@@ -176,22 +188,17 @@ function quotesOf(groups: VenueGroup[]): PriceQuote[] {
 
 /**
  * One price-sync cycle: both listings (prices only), one set-based write,
- * publish + alert hook for each changed price, then history compaction.
+ * then history compaction of the buckets that aged since `compactSince` (the
+ * job's last successful run). Returns the changed prices; publishing them
+ * and the alert check are the job's next steps.
  */
-export async function syncPrices(deps: IngestDeps): Promise<{ items: number }> {
+export async function syncPrices(deps: IngestDeps, opts: { compactSince?: Date } = {}): Promise<SyncOutcome> {
   const { ok, failures } = await readListings(deps);
   const quotes: PriceQuote[] = [];
   for (const l of ok.values()) quotes.push(...quotesOf(l.groups));
-  let changes: PriceChange[];
-  try {
-    changes = await applyQuotes(deps, quotes);
-    await compactHistory(deps);
-  } finally {
-    if (quotes.length > 0) await notifyEventsChanged(deps);
-  }
-  await announceChanges(deps, changes);
-  if (failures.length > 0) throw new Error(`venue listing failed (${failures.join('; ')})`);
-  return { items: changes.length };
+  const changes = await applyQuotes(deps, quotes);
+  await compactHistory(deps, opts.compactSince);
+  return { items: changes.length, changes, failure: venueFailure(failures) };
 }
 
 // ---------------------------------------------------------------- history
@@ -200,15 +207,12 @@ export async function syncPrices(deps: IngestDeps): Promise<{ items: number }> {
  * Downsampling (README "Market data"): minute points for the last day, the
  * last point of each hour up to 90 days, the last point of each day beyond.
  * Only complete buckets older than the cutoffs, and only those that became
- * old since the last successful price-sync (job_runs is the watermark), are
- * scanned, so a cycle touches a few minutes' worth of rows.
+ * old since `since` (the caller's watermark: price-sync passes its last
+ * successful run), are scanned, so a cycle touches a few minutes' worth of
+ * rows. Without `since` everything is compacted.
  */
-export async function compactHistory(deps: IngestDeps): Promise<number> {
+export async function compactHistory(deps: Pick<IngestDeps, 'dbh' | 'clock'>, since?: Date): Promise<number> {
   const now = deps.clock();
-  const [last] = await deps.dbh.rows<{ at: string | Date | null }>(
-    sql`select max(started_at) as at from job_runs where name = 'price-sync' and ok = true`,
-  );
-  const lastOk = last?.at ? new Date(last.at) : undefined;
   let removed = 0;
   for (const [keepFor, unit] of [
     [RETENTION.minuteForMs, 'hour'],
@@ -216,7 +220,7 @@ export async function compactHistory(deps: IngestDeps): Promise<number> {
   ] as const) {
     const cutoff = new Date(now.getTime() - keepFor);
     // From one bucket before the previous cutoff (a first run compacts everything).
-    const from = lastOk ? new Date(lastOk.getTime() - keepFor - (unit === 'hour' ? 3_600_000 : DAY_MS)) : new Date(0);
+    const from = since ? new Date(since.getTime() - keepFor - (unit === 'hour' ? 3_600_000 : DAY_MS)) : new Date(0);
     const rows = await deps.dbh.rows<{ n: number }>(
       sql`with doomed as (
             select market_id, ts from (
@@ -451,10 +455,11 @@ async function closeGroups(deps: IngestDeps, tx: DbOrTx, ids: string[]) {
  * One events-sync run: both open listings; Polymarket groups that left the
  * list are re-read by id (closed or resolved as Gamma says; 404 → closed);
  * Kalshi groups that left the open list are closed (docs/venues.md lists no
- * Kalshi re-read call); then prices (with history and publish), then a
- * bounded history backfill of first-seen markets.
+ * Kalshi re-read call); then prices (with history). Returns the changed
+ * prices; the job publishes them, runs the alert check, then the bounded
+ * history backfill of first-seen markets (backfillHistory).
  */
-export async function syncEvents(deps: IngestDeps): Promise<{ items: number }> {
+export async function syncEvents(deps: IngestDeps): Promise<SyncOutcome> {
   const { ok, failures } = await readListings(deps);
   const groups: VenueGroup[] = [];
   const toClose: string[] = [];
@@ -499,26 +504,17 @@ export async function syncEvents(deps: IngestDeps): Promise<{ items: number }> {
     groups,
     known.map((k) => ({ id: k.id, slug: k.slug })),
   );
-  let changes: PriceChange[];
-  try {
-    changes = await deps.db.transaction(async (tx) => {
-      await lockWrites(deps, tx);
-      for (const r of renames) {
-        await deps.dbh.rows(sql`update event_groups set slug = ${r.slug}, updated_at = now() where id = ${r.id}`, tx);
-      }
-      await upsertGroups(deps, tx, groups, slugs);
-      await closeGroups(deps, tx, toClose);
-      const c = await applyQuotes(deps, quotesOf(groups), tx);
-      await refreshGroupTotals(deps, tx, 'all');
-      return c;
-    });
-  } finally {
-    await notifyEventsChanged(deps);
-  }
-  await announceChanges(deps, changes);
-  const backfill = await backfillHistory(deps);
-  if (backfill.done > 0) await notifyEventsChanged(deps);
-  if (failures.length > 0) throw new Error(`venue listing failed (${failures.join('; ')})`);
-  deps.log.info({ groups: groups.length, closed: toClose.length, rereadFailures, backfilled: backfill.done }, 'events synced');
-  return { items: groups.length };
+  const changes = await deps.db.transaction(async (tx) => {
+    await lockWrites(deps, tx);
+    for (const r of renames) {
+      await deps.dbh.rows(sql`update event_groups set slug = ${r.slug}, updated_at = now() where id = ${r.id}`, tx);
+    }
+    await upsertGroups(deps, tx, groups, slugs);
+    await closeGroups(deps, tx, toClose);
+    const c = await applyQuotes(deps, quotesOf(groups), tx);
+    await refreshGroupTotals(deps, tx, 'all');
+    return c;
+  });
+  deps.log.info({ groups: groups.length, closed: toClose.length, rereadFailures, failures }, 'events synced');
+  return { items: groups.length, changes, failure: venueFailure(failures) };
 }

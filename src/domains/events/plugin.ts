@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { problemResponses } from '../../errors.js';
 import { normalizeCategory } from '../../venues/groups.js';
 import { sendSerialized } from '../../lib/serializer.js';
+import type { DataTopic } from '../../plugins/infra.js';
 import { createResponseCache } from './cache.js';
 import { ChartQuerySchema, ChartSchema, EventDetailSchema, EventListQuerySchema, EventListSchema, SlugParamsSchema } from './schemas.js';
 import { getChart, getEvent, listEvents } from './service.js';
@@ -14,7 +15,7 @@ export const EVENTS_CACHE_TTL_MS = 5_000;
  * GET /api/v1/events, /events/:slug and /events/:slug/chart (docs/api-contract.md
  * §4.7, docs/decisions.md §5), all public. Responses are serialised once and
  * served from a short per-instance cache (see cache.ts); the sync jobs of
- * this process clear it when they write.
+ * this process clear it when they write (app.signals `dataChanged`).
  */
 export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
   const cache = createResponseCache({ ttlMs: EVENTS_CACHE_TTL_MS, maxEntries: 5_000 });
@@ -25,13 +26,13 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
   const serve = (reply: FastifyReply, key: string, produce: () => Promise<string>) =>
     sendSerialized(reply, cache.peek(key), () => cache.get(key, produce));
 
-  app.addHook('onReady', async () => {
-    // app.jobs is registered after the domains; hook into it once everything is loaded.
-    const hooks = app.jobs?.hooks;
-    if (!hooks) return;
-    hooks.onEventsChanged ??= [];
-    hooks.onEventsChanged.push(async () => cache.clear());
-    hooks.onPricesChanged.push(async () => cache.clear());
+  // The sync jobs of this process signal after they write: drop every cached body at once.
+  const onDataChanged = (topic: DataTopic) => {
+    if (topic === 'events') cache.clear();
+  };
+  app.signals.on('dataChanged', onDataChanged);
+  app.addHook('onClose', async () => {
+    app.signals.off('dataChanged', onDataChanged);
   });
 
   app.get(

@@ -19,21 +19,21 @@ import {
   peekLeaderboard,
   type ProfileDeps,
 } from './service.js';
-import { LEADERBOARD_CHANNEL } from './channel.js';
 import { sendSerialized } from '../../lib/serializer.js';
+import type { DataTopic } from '../../plugins/infra.js';
 
 const PROFILE_TTL_MS = 5 * 60_000;
 
 /** Public leaderboard routes (docs/api-contract.md §4.3, docs/decisions.md §4), under /api/v1/leaderboard. */
 export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
   const cache = createLeaderboardCache();
-  // A sync or enrichment in this process publishes on the monitor channel: drop cached pages at once.
-  const onPublish = (msg: { channel: string }) => {
-    if (msg.channel === LEADERBOARD_CHANNEL) invalidateLeaderboardCache(cache);
+  // A sync or enrichment in this process signals after it writes: drop cached pages at once.
+  const onDataChanged = (topic: DataTopic) => {
+    if (topic === 'leaderboard') invalidateLeaderboardCache(cache);
   };
-  app.bus.on('publish', onPublish);
+  app.signals.on('dataChanged', onDataChanged);
   app.addHook('onClose', async () => {
-    app.bus.off('publish', onPublish);
+    app.signals.off('dataChanged', onDataChanged);
   });
 
   const deps = (): ProfileDeps => ({
