@@ -6,8 +6,10 @@ import type { Config } from '../config.js';
 import { createDb, type Db, type DbHandle } from '../db/index.js';
 import { runMigrations } from '../db/migrate.js';
 import { FallbackSlidingWindow, MemorySlidingWindow, RedisSlidingWindow } from '../lib/sliding-window.js';
+import type { Published, PublishFn } from '../domains/realtime/channels.js';
 
-export type PublishFn = (channel: string, event: string, payload: unknown) => void;
+/** Typed against the realtime contract (src/domains/realtime/schemas.ts REALTIME_EVENTS). */
+export type { PublishFn } from '../domains/realtime/channels.js';
 
 /** Stored data a job changed; per-instance read caches listen (src/domains/events, src/domains/leaderboard). */
 export type DataTopic = 'events' | 'leaderboard';
@@ -34,12 +36,13 @@ declare module 'fastify' {
     limiter: FallbackSlidingWindow;
     clock: () => Date;
     /**
-     * The one way domains reach live clients: publish(channel, event, payload).
-     * The realtime plugin forwards it to Socket.IO rooms (across instances with Redis).
+     * The one way domains reach live clients: publish(channel, event, payload),
+     * typed against the realtime contract. The realtime plugin forwards it to
+     * Socket.IO rooms (across instances with Redis).
      */
     publish: PublishFn;
-    /** In-process bus behind publish(); the realtime plugin and tests listen on it. */
-    bus: EventEmitter;
+    /** In-process bus behind publish() (untyped transport); the realtime plugin and tests listen on it. */
+    bus: EventEmitter<{ publish: [Published] }>;
     /** Cache-invalidation signals inside this process (not sent to clients). */
     signals: Signals;
   }
@@ -119,12 +122,13 @@ export const infraPlugin = fp<InfraOptions>(
     );
     app.decorate('limiter', limiter);
 
-    const bus = new EventEmitter();
+    const bus = new EventEmitter<{ publish: [Published] }>();
     bus.setMaxListeners(0);
     app.decorate('bus', bus);
-    app.decorate('publish', ((channel, event, payload) => {
+    const publish: PublishFn = (channel, event, payload) => {
       bus.emit('publish', { channel, event, payload });
-    }) as PublishFn);
+    };
+    app.decorate('publish', publish);
 
     const signals: Signals = new EventEmitter();
     signals.setMaxListeners(0);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { and, eq } from 'drizzle-orm';
 import { leaderboardCurrent, leaderboardSnapshots } from '../../drizzle/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { MonitorUpdateSchema } from '../../src/domains/realtime/schemas.js';
 import { startFakeDataApi, type FakeDataApi } from '../fakes/venues/polymarket-data.js';
 
 const addr = (i: number) => `0x${createHash('sha1').update(`trader-${i}`).digest('hex')}`;
@@ -554,11 +555,16 @@ describe('GET /api/v1/leaderboard/:address', () => {
 });
 
 describe('leaderboard-sync', () => {
-  it('published a monitor update after the sync', () => {
-    const m = published.find((p) => p.channel === 'monitor:leaderboard' && p.payload?.type === 'leaderboard-sync');
-    expect(m?.event).toBe('monitor:update');
-    expect(m?.payload.boards).toHaveLength(16);
-    expect(m?.payload.boards.every((b: any) => b.updated)).toBe(true);
+  it('published a monitor update on monitor:leaderboard after the sync and after the enrichment', () => {
+    // The first two: the sync and the enrichment of beforeAll.
+    const updates = published.filter((p) => p.channel === 'monitor:leaderboard').slice(0, 2);
+    expect(updates.map((p) => p.event)).toEqual(['monitor:update', 'monitor:update']);
+    const payloads = updates.map((p) => MonitorUpdateSchema.parse(p.payload));
+    expect(payloads.map((p) => [p.name, p.kind])).toEqual([
+      ['leaderboard', 'sync'],
+      ['leaderboard', 'enrich'],
+    ]);
+    for (const p of payloads) expect(new Date(p.syncedAt).toISOString()).toBe(p.syncedAt);
   });
 
   it('a cursor finishes its walk on the snapshot it started on, across a sync', async () => {

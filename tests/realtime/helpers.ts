@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createSigner } from 'fast-jwt';
 import { io as connectClient, type Socket as ClientSocket, type ManagerOptions, type SocketOptions } from 'socket.io-client';
 import type { FastifyInstance } from 'fastify';
-import type { Ack } from '../../src/domains/realtime/schemas.js';
+import type { Ack, MarketUpdate, NotificationMessage } from '../../src/domains/realtime/schemas.js';
 
 export const TEST_JWT_SECRET = 'test-secret-test-secret-test-secret-0123456789';
 
@@ -10,6 +10,25 @@ export const TEST_JWT_SECRET = 'test-secret-test-secret-test-secret-0123456789';
 export function signToken(userId: string, opts: { expiresInMs?: number; secret?: string } = {}): string {
   const sign = createSigner({ key: opts.secret ?? TEST_JWT_SECRET, algorithm: 'HS256', expiresIn: opts.expiresInMs ?? 15 * 60_000 });
   return sign({ sub: userId, walletAddress: `0x${userId.replace(/-/g, '').slice(0, 32).padEnd(40, '0')}`, chain: 'evm' });
+}
+
+/** A `market:update` payload as price-sync publishes it. */
+export function marketUpdate(marketId: string, yesPrice = 0.42): MarketUpdate {
+  return { marketId, yesPrice, volume: 1000, timestamp: new Date().toISOString() };
+}
+
+/** A `notification` payload as the notifications domain publishes it. */
+export function notificationMessage(id: string, extra: Partial<NotificationMessage> = {}): NotificationMessage {
+  return {
+    id,
+    type: 'order_filled',
+    title: 'Order filled',
+    message: 'Your order was filled',
+    read: false,
+    data: { orderId: 'o1', marketId: 'pm-1' },
+    createdAt: new Date().toISOString(),
+    ...extra,
+  };
 }
 
 export function newUserId(): string {

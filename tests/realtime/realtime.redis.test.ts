@@ -5,7 +5,20 @@ import { buildTestApp, createTestDb, type TestApp } from '../helpers/app.js';
 import { REDIS_URL } from '../helpers/env.js';
 import type { DbHandle } from '../../src/db/index.js';
 import { marketChannel, userNotificationsChannel } from '../../src/domains/realtime/channels.js';
-import { ack, closeAll, connect, listen, newUserId, next, record, refusal, signToken, sleep, until } from './helpers.js';
+import {
+  ack,
+  closeAll,
+  connect,
+  listen,
+  newUserId,
+  next,
+  notificationMessage,
+  record,
+  refusal,
+  signToken,
+  sleep,
+  until,
+} from './helpers.js';
 
 let db: DbHandle;
 let redis: Redis;
@@ -55,8 +68,9 @@ describe('several instances sharing Redis', () => {
     const private1 = await connect(a.url, { token: signToken(user) });
     expect(await ack(private1, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true });
     const note = next(private1, 'notification');
-    b.t.app.publish(userNotificationsChannel(user), 'notification', { id: 'from-b' });
-    expect(await note).toEqual({ id: 'from-b' });
+    const fromB = notificationMessage('from-b');
+    b.t.app.publish(userNotificationsChannel(user), 'notification', fromB);
+    expect(await note).toEqual(fromB);
 
     // A fence through `other`'s own app proves the pm-x updates above did not reach it.
     const fence = next(onOther, 'market:update');

@@ -2,7 +2,21 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, createTestDb, type TestApp } from '../helpers/app.js';
 import type { DbHandle } from '../../src/db/index.js';
 import { marketChannel, monitorChannel, userChannel, userNotificationsChannel } from '../../src/domains/realtime/channels.js';
-import { ack, closeAll, connect, listen, newUserId, next, record, refusal, signToken, until } from './helpers.js';
+import { MonitorUpdateSchema } from '../../src/domains/realtime/schemas.js';
+import {
+  ack,
+  closeAll,
+  connect,
+  listen,
+  marketUpdate as update,
+  newUserId,
+  next,
+  notificationMessage,
+  record,
+  refusal,
+  signToken,
+  until,
+} from './helpers.js';
 
 let db: DbHandle;
 let t: TestApp;
@@ -19,8 +33,6 @@ afterAll(async () => {
   await t?.close();
   await db?.close();
 });
-
-const update = (marketId: string, yesPrice = 0.42) => ({ marketId, yesPrice, volume: 1000, timestamp: new Date().toISOString() });
 
 describe('public channels', () => {
   it('delivers a market:update published through app.publish to subscribers only', async () => {
@@ -39,17 +51,18 @@ describe('public channels', () => {
     expect(seenByB).toHaveLength(1);
   });
 
-  it('delivers monitor:update and stops after unsubscribe', async () => {
+  it('delivers monitor:update on monitor:leaderboard and stops after unsubscribe', async () => {
     const a = await connect(url);
-    expect(await ack(a, 'subscribe', { channel: 'monitor:leaderboard-sync' })).toEqual({ ok: true });
+    expect(await ack(a, 'subscribe', { channel: 'monitor:leaderboard' })).toEqual({ ok: true });
     expect(await ack(a, 'subscribe', { channel: 'market:pm-2' })).toEqual({ ok: true });
     const got = next(a, 'monitor:update');
-    t.app.publish(monitorChannel('leaderboard-sync'), 'monitor:update', { name: 'leaderboard-sync', ok: true });
-    expect(await got).toEqual({ name: 'leaderboard-sync', ok: true });
+    const syncedAt = new Date().toISOString();
+    t.app.publish(monitorChannel('leaderboard'), 'monitor:update', { name: 'leaderboard', kind: 'sync', syncedAt });
+    expect(MonitorUpdateSchema.parse(await got)).toEqual({ name: 'leaderboard', kind: 'sync', syncedAt });
 
-    expect(await ack(a, 'unsubscribe', { channel: 'monitor:leaderboard-sync' })).toEqual({ ok: true });
+    expect(await ack(a, 'unsubscribe', { channel: 'monitor:leaderboard' })).toEqual({ ok: true });
     const monitors = record(a, 'monitor:update');
-    t.app.publish(monitorChannel('leaderboard-sync'), 'monitor:update', { name: 'leaderboard-sync' });
+    t.app.publish(monitorChannel('leaderboard'), 'monitor:update', { name: 'leaderboard', kind: 'enrich', syncedAt });
     const fence = next(a, 'market:update');
     t.app.publish(marketChannel('pm-2'), 'market:update', update('pm-2'));
     await fence;
@@ -116,21 +129,14 @@ describe('private channels', () => {
     expect(await ack(b, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true });
 
     const bobSees = record(b, 'notification');
-    const notification = {
-      id: 'n1',
-      type: 'order_filled',
-      title: 'Order filled',
-      message: 'Your order was filled',
-      read: false,
-      data: { orderId: 'o1', marketId: 'pm-1' },
-      createdAt: new Date().toISOString(),
-    };
+    const notification = notificationMessage('n1');
     const got = next(a, 'notification');
     t.app.publish(userNotificationsChannel(alice), 'notification', notification);
     expect(await got).toEqual(notification);
 
+    // No event is defined on user:<id> yet, so publish() would not compile: drive the bus it wraps.
     const perUser = next(a, 'position:update');
-    t.app.publish(userChannel(alice), 'position:update', { marketId: 'pm-1' });
+    t.app.bus.emit('publish', { channel: userChannel(alice), event: 'position:update', payload: { marketId: 'pm-1' } });
     expect(await perUser).toEqual({ marketId: 'pm-1' });
 
     const fence = next(b, 'notification');
@@ -171,7 +177,7 @@ describe('token expiry and re-auth', () => {
     expect(Date.parse(expired.expiresAt)).toBeGreaterThan(Date.now());
 
     const privateSeen = record(a, 'notification');
-    t.app.publish(userNotificationsChannel(alice), 'notification', { id: 'late' });
+    t.app.publish(userNotificationsChannel(alice), 'notification', notificationMessage('late'));
     const fence = next(a, 'market:update');
     t.app.publish('market:pm-9', 'market:update', update('pm-9'));
     await fence; // public channels stay
@@ -184,8 +190,9 @@ describe('token expiry and re-auth', () => {
     expect(await ack(a, 'auth', { token: signToken(alice) })).toEqual({ ok: true });
     expect(await ack(a, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true });
     const got = next(a, 'notification');
-    t.app.publish(userNotificationsChannel(alice), 'notification', { id: 'fresh' });
-    expect(await got).toEqual({ id: 'fresh' });
+    const fresh = notificationMessage('fresh');
+    t.app.publish(userNotificationsChannel(alice), 'notification', fresh);
+    expect(await got).toEqual(fresh);
   });
 
   it('lets an anonymous connection sign in with auth', async () => {

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.js';
 import { UpstreamError, type RequestOptions } from '../../lib/http.js';
-import type { PublishFn } from '../../plugins/infra.js';
+import { marketChannel, type PublishFn } from '../realtime/channels.js';
 import { mapLimit, type Listing, type PriceQuote, type VenueGroup } from '../../venues/groups.js';
 import { getGammaEvent, listOpenGammaEvents } from '../../venues/polymarket/gamma.js';
 import { getClobPriceHistory } from '../../venues/polymarket/clob.js';
@@ -171,7 +171,7 @@ async function refreshGroupTotals(deps: IngestDeps, tx: DbOrTx, groupIds: string
 /** Sends changed prices to the live channels (docs/decisions.md §5, §8). */
 export function publishPriceChanges(deps: { publish: PublishFn }, changes: PriceChange[]): void {
   for (const c of changes) {
-    deps.publish(`market:${c.marketId}`, 'market:update', {
+    deps.publish(marketChannel(c.marketId), 'market:update', {
       marketId: c.marketId,
       yesPrice: c.yesPrice,
       volume: c.volume,

@@ -2,9 +2,8 @@ import { inArray, sql } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import { biggestWins, traderStats } from '../../../drizzle/index.js';
 import type { DbHandle } from '../../db/index.js';
-import type { PublishFn } from '../../plugins/infra.js';
+import { monitorChannel, type PublishFn } from '../realtime/channels.js';
 import { fetchTraderActivity, type DataApi } from '../../venues/polymarket/data-api.js';
-import { LEADERBOARD_CHANNEL } from './channel.js';
 import { computeFigures, selectBiggestWins, winningPositions, type TraderFigures, type WinRow } from './figures.js';
 import { mapLimit } from './pool.js';
 
@@ -163,10 +162,10 @@ export async function enrichLeaderboard(deps: EnrichDeps, opts: EnrichOptions = 
     items += done.length;
   }
   if (items > 0 || candidates.length > 0) {
-    deps.publish(LEADERBOARD_CHANNEL, 'monitor:update', {
-      type: 'leaderboard-enrich',
-      enrichedAt: deps.clock().toISOString(),
-      traders: items,
+    deps.publish(monitorChannel('leaderboard'), 'monitor:update', {
+      name: 'leaderboard',
+      kind: 'enrich',
+      syncedAt: deps.clock().toISOString(),
     });
   }
   if (failed > 0) deps.log.warn({ failed, lastError }, 'leaderboard enrichment: some traders could not be fetched');

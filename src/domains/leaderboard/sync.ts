@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import type { DbHandle } from '../../db/index.js';
-import type { PublishFn } from '../../plugins/infra.js';
+import { monitorChannel, type PublishFn } from '../realtime/channels.js';
 import { fetchLeaderboard, type DataApi } from '../../venues/polymarket/data-api.js';
 import {
   CATEGORIES,
@@ -12,7 +12,6 @@ import {
   type Period,
   type SnapshotRow,
 } from '../../venues/polymarket/data-map.js';
-import { LEADERBOARD_CHANNEL } from './channel.js';
 import { mapLimit } from './pool.js';
 
 export interface SyncDeps {
@@ -134,10 +133,10 @@ export async function syncLeaderboards(
   await pruneSnapshots(deps.dbh).catch((err) => deps.log.warn({ err }, 'leaderboard snapshot pruning failed'));
   const items = boards.reduce((n, b) => n + b.rows, 0);
   const failed = boards.filter((b) => b.error);
-  deps.publish(LEADERBOARD_CHANNEL, 'monitor:update', {
-    type: 'leaderboard-sync',
+  deps.publish(monitorChannel('leaderboard'), 'monitor:update', {
+    name: 'leaderboard',
+    kind: 'sync',
     syncedAt: deps.clock().toISOString(),
-    boards: boards.map((b) => ({ category: b.category, period: b.period, updated: !b.error, rows: b.rows })),
   });
   if (failed.length > 0) {
     for (const f of failed)

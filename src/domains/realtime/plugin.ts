@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import { AppError } from '../../errors.js';
 import { MemorySlidingWindow } from '../../lib/sliding-window.js';
 import type { AuthUser } from '../../plugins/auth.js';
-import { AUTH_EXPIRED, isPrivateRoom } from './channels.js';
+import { AUTH_EXPIRED, isPrivateRoom, NOTIFICATIONS_CHANNEL, type Published } from './channels.js';
 import { createMemoryRegistry, createRedisRegistry, type ConnectionRegistry } from './connection-limits.js';
 import {
   AuthRequestSchema,
@@ -222,7 +222,7 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
       for (const room of [...socket.rooms]) {
         if (room !== socket.id && isPrivateRoom(room)) {
           void socket.leave(room);
-          left.push(room.endsWith(':notifications') ? 'user:notifications' : room);
+          left.push(room.endsWith(':notifications') ? NOTIFICATIONS_CHANNEL : room);
         }
       }
       socket.emit(AUTH_EXPIRED, {
@@ -312,7 +312,8 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
     });
 
     // The bridge every domain uses: app.publish(channel, event, payload) → the room of that name.
-    const onPublish = (msg: { channel: string; event: string; payload: unknown }) => {
+    // publish() checked the event and payload against the contract (schemas.ts REALTIME_EVENTS).
+    const onPublish = (msg: Published) => {
       try {
         (io.to(msg.channel) as unknown as { emit(event: string, payload: unknown): boolean }).emit(msg.event, msg.payload);
       } catch (err) {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { AuthUser } from '../../plugins/auth.js';
+import { NotificationSchema } from '../notifications/schemas.js';
 
 /** Client → server `subscribe` / `unsubscribe` payload. Anything else is INVALID_CHANNEL. */
 export const ChannelRequestSchema = z.strictObject({ channel: z.string().min(1).max(200) });
@@ -17,44 +18,101 @@ export type Ack = { ok: true } | { ok: false; error: { code: RealtimeErrorCode; 
 
 export type AckFn = (response: Ack) => void;
 
-/** `market:update` on `market:<marketId>` (docs/decisions.md §8). */
-export interface MarketUpdate {
-  marketId: string;
-  yesPrice: number;
-  volume: number;
-  /** ISO 8601 */
-  timestamp: string;
-}
+// ---------------------------------------------------------------- server → client payloads
+// Each has an OpenAPI component id: the document's `x-realtime` section points at
+// them, and the client's types (src/client/schema.ts) are generated from them.
 
-/** `monitor:update` on `monitor:<name>`: the publisher decides the fields beyond `name`. */
-export interface MonitorUpdate {
-  name: string;
-  [field: string]: unknown;
-}
+export const MarketUpdateSchema = z
+  .strictObject({
+    marketId: z.string().max(128).meta({ description: 'Our market id: `pm-<id>` or `ks-<ticker>`' }),
+    yesPrice: z.number().min(0).max(1),
+    volume: z.number(),
+    timestamp: z.iso.datetime().meta({ description: 'ISO 8601: when the sync saw the change' }),
+  })
+  .meta({ id: 'MarketUpdate', description: '`market:update` on `market:<marketId>`: the market’s price or volume changed' });
+export type MarketUpdate = z.infer<typeof MarketUpdateSchema>;
 
-/** `notification` on `user:notifications`: the Notification of docs/api-contract.md §2. */
-export interface NotificationMessage {
-  id: string;
-  type: string;
-  title: string;
-  message: string;
-  read: boolean;
-  data: Record<string, unknown>;
-  createdAt: string;
-}
+/** The monitors that publish: `monitor:<name>` channels with events. */
+export const MONITOR_NAMES = ['leaderboard'] as const;
+export type MonitorName = (typeof MONITOR_NAMES)[number];
 
-/** `auth:expired`: which private channels were left, and when the token expires. */
-export interface AuthExpired {
-  channels: string[];
-  expiresAt: string;
-  message: string;
-}
+export const MonitorUpdateSchema = z
+  .strictObject({
+    name: z.enum(MONITOR_NAMES).meta({ description: 'The monitor: the channel is `monitor:<name>`' }),
+    kind: z.enum(['sync', 'enrich']).meta({
+      description: '`sync`: leaderboard-sync switched to new board snapshots; `enrich`: leaderboard-enrich refreshed trader figures',
+    }),
+    syncedAt: z.iso.datetime().meta({ description: 'ISO 8601: when the run finished writing' }),
+  })
+  .meta({
+    id: 'MonitorUpdate',
+    description: '`monitor:update` on `monitor:leaderboard`, after every leaderboard sync and enrichment run: reload what you show',
+  });
+export type MonitorUpdate = z.infer<typeof MonitorUpdateSchema>;
 
-export interface ServerToClientEvents {
-  'market:update': (update: MarketUpdate) => void;
-  'monitor:update': (update: MonitorUpdate) => void;
-  notification: (notification: NotificationMessage) => void;
+/** `notification` on `user:notifications`: the Notification of docs/api-contract.md §2, as the REST routes answer it. */
+export type NotificationMessage = z.infer<typeof NotificationSchema>;
+
+export const AuthExpiredSchema = z
+  .strictObject({
+    channels: z.array(z.string().max(200)).max(100).meta({ description: 'The private channels the socket left' }),
+    expiresAt: z.iso.datetime(),
+    message: z.string().max(500),
+  })
+  .meta({
+    id: 'AuthExpired',
+    description: '`auth:expired`, to one socket: its token expires within 5 s and its private channels were left',
+  });
+export type AuthExpired = z.infer<typeof AuthExpiredSchema>;
+
+/**
+ * The realtime contract: channel → event → payload schema (`<…>` marks the
+ * variable part of a channel name). `publish()` is typed against it
+ * (channels.ts), ServerToClientEvents and the OpenAPI document's
+ * `x-realtime` section are derived from it. A new event is one entry under
+ * its channel (docs/decisions.md §12's `notification:updated`,
+ * `notification:deleted` and `notifications:read-all` go next to
+ * `notification`); a new channel is one key here plus its case in
+ * parseChannel.
+ */
+export const REALTIME_EVENTS = {
+  'market:<marketId>': { 'market:update': MarketUpdateSchema },
+  'monitor:leaderboard': { 'monitor:update': MonitorUpdateSchema },
+  /** The private room behind a client's `user:notifications` subscription. */
+  'user:<userId>:notifications': { notification: NotificationSchema },
+} as const;
+
+/** REALTIME_EVENTS as types: channel pattern → event → payload. */
+export type RealtimeEvents = {
+  [C in keyof typeof REALTIME_EVENTS]: { [E in keyof (typeof REALTIME_EVENTS)[C]]: z.output<(typeof REALTIME_EVENTS)[C][E]> };
+};
+
+type EventName = { [C in keyof RealtimeEvents]: keyof RealtimeEvents[C] }[keyof RealtimeEvents];
+type PayloadOf<E> = { [C in keyof RealtimeEvents]: E extends keyof RealtimeEvents[C] ? RealtimeEvents[C][E] : never }[keyof RealtimeEvents];
+
+/** What a socket can receive: every channel event, plus `auth:expired` sent to the socket itself. */
+export type ServerToClientEvents = { [E in EventName]: (payload: PayloadOf<E>) => void } & {
   'auth:expired': (info: AuthExpired) => void;
+};
+
+/** The `x-realtime` section of the OpenAPI document: channels, events and `$ref`s to the payload components. */
+export function realtimeDocument() {
+  const ref = (schema: z.ZodType) => {
+    const id = z.globalRegistry.get(schema)?.id;
+    if (!id) throw new Error('a realtime payload schema has no OpenAPI id');
+    return { $ref: `#/components/schemas/${id}` };
+  };
+  const channels: Record<string, Record<string, { $ref: string }>> = {};
+  for (const [channel, events] of Object.entries(REALTIME_EVENTS) as Array<[string, Record<string, z.ZodType>]>) {
+    channels[channel] = Object.fromEntries(Object.entries(events).map(([event, schema]) => [event, ref(schema)]));
+  }
+  return {
+    description:
+      'Socket.IO at /socket.io/ (README "Real-time"). `channels`: the events published on each channel and their payloads; ' +
+      'a client subscribes to `user:notifications` to join its own `user:<userId>:notifications`. `socket`: events sent to one socket.',
+    channels,
+    socket: { 'auth:expired': ref(AuthExpiredSchema) },
+  };
 }
 
 export interface ClientToServerEvents {
