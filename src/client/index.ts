@@ -14,7 +14,7 @@ import { ApiError } from './errors.js';
 
 export { ApiError } from './errors.js';
 export { Session, type SessionOptions, type TokenStorage, type SessionUser, type Chain } from './session.js';
-export { Realtime, type RealtimeOptions, type Ack } from './realtime.js';
+export { Realtime, type RealtimeOptions, type RealtimeEvents, type Ack } from './realtime.js';
 export type { paths, components } from './schema.js';
 
 export function createApiClient(opts: SessionOptions) {

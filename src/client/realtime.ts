@@ -1,7 +1,24 @@
 import { io, type Socket } from 'socket.io-client';
+import type { components } from './schema.js';
 import type { Session } from './session.js';
 
 export type Ack = { ok: true } | { ok: false; error: { code: string; message: string } };
+
+type Schemas = components['schemas'];
+
+/**
+ * What the server sends, event → payload: the channel events of the OpenAPI
+ * document's `x-realtime` section (payload types generated from the server's
+ * Zod schemas) and `auth:expired`. Channels: `market:<marketId>` →
+ * `market:update`; `monitor:leaderboard` → `monitor:update`;
+ * `user:notifications` → `notification`.
+ */
+export interface RealtimeEvents {
+  'market:update': Schemas['MarketUpdate'];
+  'monitor:update': Schemas['MonitorUpdate'];
+  notification: Schemas['Notification'];
+  'auth:expired': Schemas['AuthExpired'];
+}
 
 export interface RealtimeOptions {
   /** Origin of the API (Socket.IO path /socket.io/). */
@@ -83,15 +100,16 @@ export class Realtime {
     return this.emit('unsubscribe', channel);
   }
 
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the realtime event map types payloads per event; this is the untyped escape hatch
-  on(event: string, listener: (payload: any) => void): this {
-    this.socket.on(event, listener);
+  /** Listens to a server event with its typed payload (`socket.on` stays available for anything else). */
+  on<E extends keyof RealtimeEvents>(event: E, listener: (payload: RealtimeEvents[E]) => void): this {
+    const name: string = event; // the socket itself is untyped: any other event stays reachable through it
+    this.socket.on(name, listener as (...args: unknown[]) => void);
     return this;
   }
 
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see on()
-  off(event: string, listener?: (payload: any) => void): this {
-    this.socket.off(event, listener);
+  off<E extends keyof RealtimeEvents>(event: E, listener?: (payload: RealtimeEvents[E]) => void): this {
+    const name: string = event;
+    this.socket.off(name, listener as ((...args: unknown[]) => void) | undefined);
     return this;
   }
 

@@ -568,6 +568,14 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description `auth:expired`, to one socket: its token expires within 5 s and its private channels were left */
+        AuthExpired: {
+            /** @description The private channels the socket left */
+            channels: string[];
+            /** Format: date-time */
+            expiresAt: string;
+            message: string;
+        };
         BiggestWin: {
             displayName: string;
             entryPrice: number;
@@ -663,6 +671,18 @@ export interface components {
             /** Format: int64 */
             wins: number;
         };
+        /** @description `market:update` on `market:<marketId>`: the market’s price or volume changed */
+        MarketUpdate: {
+            /** @description Our market id: `pm-<id>` or `ks-<ticker>` */
+            marketId: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601: when the sync saw the change
+             */
+            timestamp: string;
+            volume: number;
+            yesPrice: number;
+        };
         MessengerLinkCode: {
             /** @description One-time code, 43 characters of [A-Za-z0-9_-] (256 random bits, base64url) */
             code: string;
@@ -676,6 +696,24 @@ export interface components {
             lastCommandAt: string | null;
             linked: boolean;
             walletType: ("connected" | "created_via_bot") | null;
+        };
+        /** @description `monitor:update` on `monitor:leaderboard`, after every leaderboard sync and enrichment run: reload what you show */
+        MonitorUpdate: {
+            /**
+             * @description `sync`: leaderboard-sync switched to new board snapshots; `enrich`: leaderboard-enrich refreshed trader figures
+             * @enum {string}
+             */
+            kind: "sync" | "enrich";
+            /**
+             * @description The monitor: the channel is `monitor:<name>`
+             * @enum {string}
+             */
+            name: "leaderboard";
+            /**
+             * Format: date-time
+             * @description ISO 8601: when the run finished writing
+             */
+            syncedAt: string;
         };
         Notification: {
             /** @description ISO 8601 */

@@ -20,7 +20,8 @@ const DESCRIPTION = `Backend of the prediction-market trading platform.
 * Every route needs \`Authorization: Bearer <accessToken>\` unless its security list is empty (public).
 * \`/api/v1/internal/*\` routes take \`Authorization: Bearer <INTERNAL_API_TOKEN>\` and exist only when that token is configured.
 * Every error is RFC 9457 problem details (\`application/problem+json\`) with a stable \`code\`.
-* Rate-limited routes answer 429 with \`Retry-After\` and \`RateLimit-Limit\`, \`RateLimit-Remaining\`, \`RateLimit-Reset\` (seconds).`;
+* Rate-limited routes answer 429 with \`Retry-After\` and \`RateLimit-Limit\`, \`RateLimit-Remaining\`, \`RateLimit-Reset\` (seconds).
+* Live updates: Socket.IO at \`/socket.io/\`; the \`x-realtime\` section lists each channel's events and their payload schemas.`;
 
 const PROBLEM_REF = { $ref: '#/components/schemas/Problem' };
 const RATE_LIMIT_HEADERS = {
@@ -158,9 +159,14 @@ function finishDocument(input: Json): Json {
   return doc;
 }
 
+export interface DocsOptions {
+  /** Top-level `x-…` sections of the document (the realtime contract: `x-realtime`). */
+  extensions?: Record<`x-${string}`, unknown>;
+}
+
 /** OpenAPI 3.1 at /docs/json generated from the Zod route schemas; Swagger UI at /docs. */
-export const docsPlugin = fp(
-  async (app) => {
+export const docsPlugin = fp<DocsOptions>(
+  async (app, opts) => {
     // The reference and its assets are public.
     app.addHook('onRoute', (route) => {
       if (route.url === '/docs' || route.url.startsWith('/docs/')) route.config = { ...route.config, public: true };
@@ -203,6 +209,7 @@ export const docsPlugin = fp(
           },
         },
         security: [{ bearerAuth: [] }],
+        ...opts.extensions,
         tags: [
           { name: 'auth', description: 'Wallet and identity-provider sign-in, tokens' },
           { name: 'leaderboard', description: 'Trader leaderboard' },
