@@ -305,6 +305,29 @@ describe('price-sync', () => {
     const s = (await get('/api/v1/events?category=crypto')).json().events.find((x: any) => x.id === 'pm-45501');
     expect(s.totalVolume).toBe(100000);
   });
+
+  it('signals the events read cache after it writes, and the cache drops at once', async () => {
+    const topics: string[] = [];
+    const onSignal = (topic: string) => topics.push(topic);
+    t.app.signals.on('dataChanged', onSignal);
+    try {
+      expect((await t.app.jobs.run('price-sync')).ok).toBe(true);
+    } finally {
+      t.app.signals.off('dataChanged', onSignal);
+    }
+    expect(topics).toEqual(['events']);
+    // The listening side: a cached body is gone as soon as the signal comes (the TTL is 5 s).
+    const url = '/api/v1/events/nba-champion-2027';
+    const title = (await get(url)).json().title;
+    const rename = async (to: string) => {
+      await t.db.rows(sql`update event_groups set title = ${to} where slug = 'nba-champion-2027'`);
+      t.app.signals.emit('dataChanged', 'events');
+    };
+    await rename('Renamed in place');
+    expect((await get(url)).json().title).toBe('Renamed in place');
+    await rename(title);
+    expect((await get(url)).json().title).toBe(title);
+  });
 });
 
 describe('venue outages and malformed rows', () => {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { leaderboardCurrent, leaderboardSnapshots } from '../../drizzle/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { MonitorUpdateSchema } from '../../src/domains/realtime/schemas.js';
@@ -565,6 +565,28 @@ describe('leaderboard-sync', () => {
       ['leaderboard', 'enrich'],
     ]);
     for (const p of payloads) expect(new Date(p.syncedAt).toISOString()).toBe(p.syncedAt);
+  });
+
+  it('the jobs signal the page cache, and it drops at once', async () => {
+    const topics: string[] = [];
+    const onSignal = (topic: string) => topics.push(topic);
+    t.app.signals.on('dataChanged', onSignal);
+    try {
+      expect((await runJob('leaderboard-enrich')).ok).toBe(true);
+    } finally {
+      t.app.signals.off('dataChanged', onSignal);
+    }
+    expect(topics).toEqual(['leaderboard']);
+    // The listening side: a cached page is gone as soon as the signal comes (pointers are otherwise kept 1 s).
+    const first = (await get('/api/v1/leaderboard?limit=5')).body.traders[0];
+    const rename = async (to: string) => {
+      await t.db.rows(sql`update leaderboard_entries set display_name = ${to} where wallet_address = ${first.walletAddress}`);
+      t.app.signals.emit('dataChanged', 'leaderboard');
+    };
+    await rename('Renamed in place');
+    expect((await get('/api/v1/leaderboard?limit=5')).body.traders[0].displayName).toBe('Renamed in place');
+    await rename(first.displayName);
+    expect((await get('/api/v1/leaderboard?limit=5')).body.traders[0].displayName).toBe(first.displayName);
   });
 
   it('a cursor finishes its walk on the snapshot it started on, across a sync', async () => {

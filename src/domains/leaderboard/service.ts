@@ -25,8 +25,8 @@ import type { BiggestWin, LeaderboardEntry, LeaderboardPage, LeaderboardQuery, T
  * In-process caches of the read side. The board only changes when a sync
  * switches a snapshot or enrichment bumps its version, so pages are cached
  * by (snapshot, version, query, cursor); the current pointers are re-read at
- * most every `pointerTtlMs` (and at once when this process published an
- * update), which bounds how stale another instance's switch can look.
+ * most every `pointerTtlMs` (and at once when a job of this process signals
+ * a write), which bounds how stale another instance's switch can look.
  */
 export interface LeaderboardCache {
   pointerTtlMs: number;
