@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import type { RealtimeEvents as ClientEvents } from '../../src/client/index.js';
 import type { EventsOf, PublishFn } from '../../src/domains/realtime/channels.js';
 import { marketChannel, monitorChannel, userNotificationsChannel } from '../../src/domains/realtime/channels.js';
-import { REALTIME_EVENTS, type AuthExpired, type RealtimeEvents } from '../../src/domains/realtime/schemas.js';
+import { REALTIME_EVENTS, type AuthExpired, type RealtimeEvents, type ServerToClientEvents } from '../../src/domains/realtime/schemas.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 
 // The expectTypeOf and @ts-expect-error lines are checked by `tsc --noEmit` (CI), not at run time.
@@ -55,7 +55,8 @@ describe('the realtime contract', () => {
     expect(publish).toBeTypeOf('function');
   });
 
-  it('gives the client the same payload types (generated from the document)', () => {
+  it('gives the client every server event, with the same payload types (generated from the document)', () => {
+    expectTypeOf<keyof ClientEvents>().toEqualTypeOf<keyof ServerToClientEvents>();
     expectTypeOf<ClientEvents['market:update']>().toEqualTypeOf<RealtimeEvents['market:<marketId>']['market:update']>();
     expectTypeOf<ClientEvents['monitor:update']>().toEqualTypeOf<RealtimeEvents['monitor:leaderboard']['monitor:update']>();
     expectTypeOf<ClientEvents['notification']>().toEqualTypeOf<RealtimeEvents['user:<userId>:notifications']['notification']>();
