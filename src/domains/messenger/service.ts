@@ -1,8 +1,9 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.js';
 import type { Db, DbOrTx } from '../../db/index.js';
 import { AppError, unavailable } from '../../errors.js';
+import { safeEqual, sha256Hex } from '../../lib/hash.js';
 import {
   claimUpdate,
   consumeLinkCode,
@@ -42,19 +43,14 @@ export const PRUNE_EVERY = 256n;
 const CODE_FORMAT = /^[A-Za-z0-9_-]{1,64}$/;
 
 export function hashLinkCode(code: string): string {
-  return createHash('sha256').update(code).digest('hex');
+  return sha256Hex(code);
 }
 
-/**
- * Header check of the webhook, before the body is read (constant time:
- * both sides are hashed so neither length nor content leaks through timing).
- */
+/** Header check of the webhook, before the body is read (constant time, see safeEqual). */
 export function checkWebhookSecret(expected: string | undefined, presented: string | string[] | undefined): void {
   if (!expected) throw unavailable('The messenger webhook is not configured (MESSENGER_WEBHOOK_SECRET is unset)', 60);
   const given = typeof presented === 'string' ? presented : '';
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
-  if (!timingSafeEqual(a, b) || given.length === 0) {
+  if (given.length === 0 || !safeEqual(given, expected)) {
     throw new AppError(401, 'INVALID_WEBHOOK_SECRET', 'The X-Telegram-Bot-Api-Secret-Token header is wrong or missing');
   }
 }
