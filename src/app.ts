@@ -17,7 +17,9 @@ import { healthRoutes } from './domains/health/plugin.js';
 import { authRoutes } from './domains/auth/plugin.js';
 import { eventsRoutes } from './domains/events/plugin.js';
 import { messengerRoutes } from './domains/messenger/plugin.js';
-import { internalNotificationRoutes, notificationRoutes } from './domains/notifications/plugin.js';
+import { internalNotificationRoutes, notificationRoutes, notificationsPlugin } from './domains/notifications/plugin.js';
+import { pushChannel } from './domains/push/channel.js';
+import { messengerChannel } from './domains/messenger/channel.js';
 import { alertRoutes } from './domains/alerts/plugin.js';
 import { pushRoutes } from './domains/push/plugin.js';
 import { leaderboardRoutes } from './domains/leaderboard/plugin.js';
@@ -158,6 +160,10 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   // and the auth plugin attaches its guard to each non-public route.
   await app.register(docsPlugin);
   await app.register(authPlugin);
+
+  // The notify path's out-of-app delivery channels, in delivery order: the
+  // notifications domain knows none by name. Routes and jobs share this state.
+  await app.register(notificationsPlugin, { channels: [pushChannel, messengerChannel] });
 
   // Domains, each under its /api/v1 prefix
   await app.register(healthRoutes);

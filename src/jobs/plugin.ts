@@ -47,6 +47,7 @@ export const jobsPlugin = fp<JobsOptions>(
       publish: app.publish,
       clock: app.clock,
       redis: app.redisClient,
+      delivery: app.delivery,
       hooks,
     });
 

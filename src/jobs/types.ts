@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import type { Db, DbHandle } from '../db/index.js';
 import type { PublishFn } from '../plugins/infra.js';
+import type { DeliveryState } from '../domains/notifications/delivery.js';
 
 /** What a job's run() gets: explicit dependencies, no singletons. */
 export interface JobDeps {
@@ -13,6 +14,8 @@ export interface JobDeps {
   publish: PublishFn;
   clock: () => Date;
   redis: Redis | undefined;
+  /** The notify path's delivery state (channels, in-flight kicks): notify() and delivery-sweep use it. */
+  delivery: DeliveryState;
   /** Hooks later domains attach to (e.g. the alert check after each price sync). */
   hooks: JobHooks;
 }

@@ -202,6 +202,7 @@ export async function checkPriceAlerts(deps: NotifyDeps | JobDeps, changes: Pric
     const res = await tx.execute(alertTriggerSql(payload, now));
     const fired = rowsOf<FiredRow>(res);
     return storeNotifications(
+      deps,
       tx,
       now,
       fired.map((f) => ({

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../../config.js';
-import type { Db, DbOrTx } from '../../db/index.js';
+import type { DbOrTx } from '../../db/index.js';
+import type { ServiceDeps } from '../../lib/deps.js';
 import { AppError, unavailable } from '../../errors.js';
 import { safeEqual, sha256Hex } from '../../lib/hash.js';
 import {
@@ -21,13 +20,6 @@ import {
 } from './queries.js';
 import { LINK_CODE_TTL_MS, TelegramUpdateSchema, UpdateIdSchema, type LinkStatus, type TelegramUpdate } from './schemas.js';
 import { sendMessage } from './telegram.js';
-
-export interface MessengerDeps {
-  db: Db;
-  config: Config;
-  log: FastifyBaseLogger;
-  clock: () => Date;
-}
 
 /** A message to send once the update's transaction has committed. */
 export interface Reply {
@@ -57,7 +49,7 @@ export function checkWebhookSecret(expected: string | undefined, presented: stri
 
 // ---- Linking from the app (bearer routes) ----
 
-export async function issueLinkCode(deps: MessengerDeps, userId: string): Promise<{ code: string; deepLink: string; expiresAt: string }> {
+export async function issueLinkCode(deps: ServiceDeps, userId: string): Promise<{ code: string; deepLink: string; expiresAt: string }> {
   const bot = deps.config.MESSENGER_BOT_USERNAME;
   if (!bot) throw unavailable('The messenger bot is not configured (MESSENGER_BOT_USERNAME is unset)', 60);
   // 256 random bits, base64url: 43 characters, inside Telegram's 64-character [A-Za-z0-9_-] start payload rule.
@@ -72,12 +64,12 @@ export async function issueLinkCode(deps: MessengerDeps, userId: string): Promis
   };
 }
 
-export async function unlinkUser(deps: MessengerDeps, userId: string): Promise<void> {
+export async function unlinkUser(deps: ServiceDeps, userId: string): Promise<void> {
   const removed = await deleteBindingByUser(deps.db, userId);
   if (removed) deps.log.info({ userId }, 'messenger binding removed from the app');
 }
 
-export async function getLinkStatus(deps: MessengerDeps, userId: string): Promise<LinkStatus> {
+export async function getLinkStatus(deps: ServiceDeps, userId: string): Promise<LinkStatus> {
   const b = await findBindingByUser(deps.db, userId);
   if (!b) return { linked: false, walletType: null, connectedAt: null, lastCommandAt: null };
   return {
@@ -100,7 +92,7 @@ export type UpdateOutcome = 'ignored' | 'duplicate' | 'processed';
  * retry processes the update again. Replies are returned, to be sent after
  * the commit (a Telegram outage never fails the webhook).
  */
-export async function handleUpdate(deps: MessengerDeps, body: unknown): Promise<{ outcome: UpdateOutcome; replies: Reply[] }> {
+export async function handleUpdate(deps: ServiceDeps, body: unknown): Promise<{ outcome: UpdateOutcome; replies: Reply[] }> {
   const id = UpdateIdSchema.safeParse(body);
   if (!id.success) {
     deps.log.debug('messenger webhook: body is not an update, ignored');
@@ -142,7 +134,7 @@ const HOW_TO_LINK =
 const HELP = 'Commands:\n/status: which account this chat is linked to\n/unlink: stop notifications here and unlink\n\n' + HOW_TO_LINK;
 
 /** Acts on a private-chat text message; returns the replies. Group chats, bots and non-text are ignored. */
-async function runMessage(tx: DbOrTx, deps: MessengerDeps, now: Date, message: Message | undefined): Promise<Reply[]> {
+async function runMessage(tx: DbOrTx, deps: ServiceDeps, now: Date, message: Message | undefined): Promise<Reply[]> {
   if (!message || typeof message.text !== 'string' || !message.from) return [];
   // Linking and /status reveal a wallet address: only in the user's own chat with the bot.
   if (message.chat.type !== 'private' || message.from.is_bot === true) return [];
@@ -208,7 +200,7 @@ function statusText(b: BindingWithWallet): string {
  * Sends replies after the commit. Never rejects: a failed reply is logged,
  * the update stays processed (a reply is a courtesy; the state is in the DB).
  */
-export async function sendReplies(deps: MessengerDeps, replies: Reply[]): Promise<void> {
+export async function sendReplies(deps: ServiceDeps, replies: Reply[]): Promise<void> {
   if (replies.length === 0) return;
   if (!deps.config.MESSENGER_BOT_TOKEN) {
     deps.log.warn('messenger: MESSENGER_BOT_TOKEN is unset, bot replies are not sent');
