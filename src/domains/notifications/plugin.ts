@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { problemResponses } from '../../errors.js';
 import { sendSerialized } from '../../lib/serializer.js';
-import { createDeliveryState, drainDeliveries, sweepDeliveries, type DeliveryState } from './delivery.js';
+import { createDeliveryState, drainDeliveries, type DeliveryState } from './delivery.js';
 import { ListNotificationsQuerySchema, NotificationIdParamsSchema, NotificationListSchema, NotifyBodySchema } from './schemas.js';
 import {
   deleteNotification,
@@ -33,7 +33,8 @@ export interface NotificationsOptions {
  * The notify path's delivery state for the whole app, built from the channel
  * list the composition root (src/app.ts) passes in: the notifications domain
  * imports no channel. Closing the app waits for the delivery kicks still in
- * flight before the database pool closes.
+ * flight before the database pool closes. Due retries and pruning are the
+ * delivery-sweep job's (src/jobs/delivery-sweep.ts).
  */
 export const notificationsPlugin = fp<NotificationsOptions>(
   async (app, opts) => {
@@ -43,9 +44,6 @@ export const notificationsPlugin = fp<NotificationsOptions>(
   },
   { name: 'notifications', fastify: '5.x', dependencies: ['infra'] },
 );
-
-/** How often the outbox is swept for due (retried) deliveries. */
-export const DELIVERY_SWEEP_MS = 15_000;
 
 const notifyDeps = (app: FastifyInstance): NotifyDeps => ({
   db: app.db,
@@ -123,27 +121,6 @@ export const notificationRoutes: FastifyPluginAsyncZod = async (app) => {
       return reply.code(204).send(null);
     },
   );
-
-  // The outbox sweep: retries of failed deliveries and anything a kick left behind.
-  let timer: NodeJS.Timeout | undefined;
-  let sweeping: Promise<unknown> | undefined;
-  let closing = false;
-  app.addHook('onReady', async () => {
-    timer = setInterval(() => {
-      if (closing || sweeping) return;
-      sweeping = sweepDeliveries(deps)
-        .catch((err) => app.log.warn({ err }, 'notification delivery sweep failed'))
-        .finally(() => (sweeping = undefined));
-    }, DELIVERY_SWEEP_MS);
-    timer.unref();
-  });
-  app.addHook('preClose', async () => {
-    closing = true;
-    if (timer) clearInterval(timer);
-  });
-  app.addHook('onClose', async () => {
-    await sweeping;
-  });
 };
 
 /** POST /api/v1/internal/notifications (registered only while INTERNAL_API_TOKEN is set). */

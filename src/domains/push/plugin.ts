@@ -7,14 +7,14 @@ import {
   UnregisterDeviceBodySchema,
   UpdatePushPreferencesBodySchema,
 } from './schemas.js';
-import { checkPushReceipts, getPreferences, registerDevice, unregisterDevice, updatePreferences } from './service.js';
+import { getPreferences, registerDevice, unregisterDevice, updatePreferences } from './service.js';
 
-/** How often Expo receipts are checked (tickets are asked about ~15 min after sending). */
-export const RECEIPT_CHECK_MS = 5 * 60_000;
-
-/** Seed §4.6 with docs/decisions.md §6, under /api/v1/push. */
+/**
+ * Seed §4.6 with docs/decisions.md §6, under /api/v1/push. Expo receipts are
+ * checked by the push-receipts job (src/jobs/push-receipts.ts).
+ */
 export const pushRoutes: FastifyPluginAsyncZod = async (app) => {
-  const deps = { db: app.db, config: app.config, log: app.log, clock: app.clock };
+  const deps = { db: app.db, clock: app.clock };
   app.post(
     '/register',
     {
@@ -82,22 +82,4 @@ export const pushRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => updatePreferences(deps, request.user.id, request.body),
   );
-
-  let timer: NodeJS.Timeout | undefined;
-  let checking: Promise<unknown> | undefined;
-  app.addHook('onReady', async () => {
-    timer = setInterval(() => {
-      if (checking) return;
-      checking = checkPushReceipts(deps)
-        .catch((err) => app.log.warn({ err }, 'push receipt check failed'))
-        .finally(() => (checking = undefined));
-    }, RECEIPT_CHECK_MS);
-    timer.unref();
-  });
-  app.addHook('preClose', async () => {
-    if (timer) clearInterval(timer);
-  });
-  app.addHook('onClose', async () => {
-    await checking;
-  });
 };
