@@ -103,8 +103,8 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
       );
     },
     routerOptions: { maxParamLength: 500 },
-    // Opening the database and migrating (PGlite needs ~4 s of WASM start on a
-    // quiet 2-core machine) can outlast the 10 s default on a loaded one.
+    // Opening the database and migrating (PGlite first starts a WASM PostgreSQL)
+    // can outlast the 10 s default on a loaded machine (tests/bench/RESULTS.md).
     pluginTimeout: 120_000,
   }).withTypeProvider<ZodTypeProvider>();
 
