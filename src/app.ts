@@ -17,7 +17,9 @@ import { healthRoutes } from './domains/health/plugin.js';
 import { authRoutes } from './domains/auth/plugin.js';
 import { eventsRoutes } from './domains/events/plugin.js';
 import { messengerRoutes } from './domains/messenger/plugin.js';
-import { internalNotificationRoutes, notificationRoutes } from './domains/notifications/plugin.js';
+import { internalNotificationRoutes, notificationRoutes, notificationsPlugin } from './domains/notifications/plugin.js';
+import { pushChannel } from './domains/push/channel.js';
+import { messengerChannel } from './domains/messenger/channel.js';
 import { alertRoutes } from './domains/alerts/plugin.js';
 import { pushRoutes } from './domains/push/plugin.js';
 import { leaderboardRoutes } from './domains/leaderboard/plugin.js';
@@ -102,8 +104,8 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
       );
     },
     routerOptions: { maxParamLength: 500 },
-    // Opening the database and migrating (PGlite needs ~4 s of WASM start on a
-    // quiet 2-core machine) can outlast the 10 s default on a loaded one.
+    // Opening the database and migrating (PGlite first starts a WASM PostgreSQL)
+    // can outlast the 10 s default on a loaded machine (tests/bench/RESULTS.md).
     pluginTimeout: 120_000,
   }).withTypeProvider<ZodTypeProvider>();
 
@@ -159,6 +161,10 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   // and the auth plugin attaches its guard to each non-public route.
   await app.register(docsPlugin, { extensions: { 'x-realtime': realtimeDocument() } });
   await app.register(authPlugin);
+
+  // The notify path's out-of-app delivery channels, in delivery order: the
+  // notifications domain knows none by name. Routes and jobs share this state.
+  await app.register(notificationsPlugin, { channels: [pushChannel, messengerChannel] });
 
   // Domains, each under its /api/v1 prefix
   await app.register(healthRoutes);

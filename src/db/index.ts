@@ -17,7 +17,7 @@ export type DbOrTx = Db | Tx;
 export interface DbHandle {
   db: Db;
   kind: 'postgres' | 'pglite';
-  /** Raw statements with driver-neutral row results. */
+  /** `rows(on ?? db, query)`; new code calls `rows()` with the db or transaction it has. */
   rows<T = Record<string, unknown>>(query: SQL, on?: DbOrTx): Promise<T[]>;
   /**
    * Runs fn while holding the session-level PostgreSQL advisory lock `key`.
@@ -43,10 +43,16 @@ export function migrationsFolder(): string {
   throw new Error('migrations folder not found');
 }
 
-function normalizeRows<T>(result: unknown): T[] {
+/**
+ * The one way to run raw SQL: runs `query` on a database or transaction and
+ * returns its rows, whichever driver answers (postgres-js returns an array of
+ * rows, PGlite a result object with `rows`). Statements without a result
+ * (locks, updates without RETURNING) return [].
+ */
+export async function rows<T = Record<string, unknown>>(db: DbOrTx, query: SQL): Promise<T[]> {
+  const result: unknown = await db.execute(query);
   if (Array.isArray(result)) return result as T[];
-  const r = result as { rows?: T[] };
-  return r.rows ?? [];
+  return (result as { rows?: T[] }).rows ?? [];
 }
 
 export async function createDb(
@@ -77,9 +83,7 @@ async function createPostgres(url: string, opts: { max?: number; applicationName
   return {
     db,
     kind: 'postgres',
-    async rows<T>(query: SQL, on: DbOrTx = db) {
-      return normalizeRows<T>(await on.execute(query));
-    },
+    rows: <T>(query: SQL, on: DbOrTx = db) => rows<T>(on, query),
     async withAdvisoryLock(key, fn, { wait = false, timeoutMs = 30_000 } = {}) {
       // A reserved connection keeps the session-level lock and its unlock on one backend.
       const conn = await client.reserve();
@@ -136,9 +140,7 @@ async function createPglite(location: string): Promise<DbHandle> {
   return {
     db,
     kind: 'pglite',
-    async rows<T>(query: SQL, on: DbOrTx = db) {
-      return normalizeRows<T>(await on.execute(query));
-    },
+    rows: <T>(query: SQL, on: DbOrTx = db) => rows<T>(on, query),
     async withAdvisoryLock(key, fn, { wait = false, timeoutMs = 30_000 } = {}) {
       const deadline = Date.now() + timeoutMs;
       while (held.has(key)) {

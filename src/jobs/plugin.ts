@@ -45,6 +45,7 @@ export const jobsPlugin = fp<JobsOptions>(
       clock: app.clock,
       redis: app.redisClient,
       dataChanged: (topic) => app.signals.emit('dataChanged', topic),
+      delivery: app.delivery,
     });
 
     async function execute(def: JobDefinition, wait: boolean): Promise<JobOutcome | undefined> {

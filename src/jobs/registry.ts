@@ -3,10 +3,20 @@ import { eventsSyncJob } from './events-sync.js';
 import { priceSyncJob } from './price-sync.js';
 import { leaderboardEnrichJob } from './leaderboard-enrich.js';
 import { leaderboardSyncJob } from './leaderboard-sync.js';
+import { deliverySweepJob } from './delivery-sweep.js';
+import { pushReceiptsJob } from './push-receipts.js';
 
 /**
  * The cron table (docs/decisions.md §9): price-sync (60 s), events-sync (5 min),
- * leaderboard-sync (10 min), leaderboard-enrich (30 min). Each job composes
- * the domain functions it runs; nothing else hooks into a job.
+ * leaderboard-sync (10 min), leaderboard-enrich (30 min), delivery-sweep (15 s),
+ * push-receipts (5 min). Each job composes the domain functions it runs;
+ * nothing else hooks into a job.
  */
-export const jobDefinitions: JobDefinition[] = [eventsSyncJob, priceSyncJob, leaderboardSyncJob, leaderboardEnrichJob];
+export const jobDefinitions: JobDefinition[] = [
+  eventsSyncJob,
+  priceSyncJob,
+  leaderboardSyncJob,
+  leaderboardEnrichJob,
+  deliverySweepJob,
+  pushReceiptsJob,
+];

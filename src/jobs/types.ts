@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import type { Db, DbHandle } from '../db/index.js';
 import type { DataTopic, PublishFn } from '../plugins/infra.js';
+import type { DeliveryState } from '../domains/notifications/delivery.js';
 
 /**
  * What a job's run() gets: explicit dependencies, no singletons. A job hands
@@ -19,6 +20,8 @@ export interface JobDeps {
   redis: Redis | undefined;
   /** Tells this instance's read caches that the job wrote (app.signals `dataChanged`). */
   dataChanged(topic: DataTopic): void;
+  /** The notify path's delivery state (channels, in-flight kicks): notify() and delivery-sweep use it. */
+  delivery: DeliveryState;
 }
 
 export interface JobResult {

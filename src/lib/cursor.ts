@@ -1,5 +1,6 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { AppError } from '../errors.js';
+import { safeEqual } from './hash.js';
 
 /**
  * Opaque, tamper-evident pagination cursors: base64url(JSON) + '.' + HMAC.
@@ -18,8 +19,7 @@ export function decodeCursor<T>(secret: string, scope: string, cursor: string): 
   if (dot <= 0 || cursor.length > 2048) throw invalid();
   const payload = cursor.slice(0, dot);
   const mac = Buffer.from(cursor.slice(dot + 1), 'base64url');
-  const expected = Buffer.from(sign(secret, scope, payload), 'base64url');
-  if (mac.length !== expected.length || !timingSafeEqual(mac, expected)) throw invalid();
+  if (!safeEqual(mac, Buffer.from(sign(secret, scope, payload), 'base64url'))) throw invalid();
   try {
     return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as T;
   } catch {

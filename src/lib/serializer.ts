@@ -6,8 +6,8 @@ import type { FastifySerializerCompiler } from 'fastify/types/schema.js';
 
 /**
  * Response serialisation. The Zod serializer re-validates every response
- * through `schema.encode()`, which measured ~2.5× the cost of JSON.stringify
- * on a 50-row leaderboard page. Route responses are built by our own services,
+ * through `schema.encode()`, which costs a multiple of JSON.stringify on a
+ * leaderboard page (tests/bench/RESULTS.md). Route responses are built by our own services,
  * so we compile each Zod response schema to JSON Schema once and serialise
  * with fast-json-stringify: it still writes only the declared fields (nothing
  * internal leaks), at a fraction of the cost. A schema that cannot be

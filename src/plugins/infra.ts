@@ -86,8 +86,8 @@ export const infraPlugin = fp<InfraOptions>(
         retryStrategy: (times) => Math.min(times * 200, 2_000),
         lazyConnect: true,
         // Commands issued in the same event-loop turn (concurrent requests'
-        // rate-limit hits, nonce reads) share one socket write: on this VM a
-        // write to a peer that sleeps costs ~0.3 ms of CPU.
+        // rate-limit hits, nonce reads) share one socket write: a write to a
+        // peer that sleeps is expensive in CPU (tests/bench/RESULTS.md).
         enableAutoPipelining: true,
       });
       let warned = false;

@@ -6,11 +6,11 @@ import fp from 'fastify-plugin';
  * Cross-Origin-Resource-Policy. Helmet's document-only headers
  * (X-XSS-Protection, X-Download-Options, X-DNS-Prefetch-Control,
  * Origin-Agent-Cluster, X-Permitted-Cross-Domain-Policies,
- * Cross-Origin-Opener-Policy) change nothing for JSON responses and cost
- * ~5 % of a small response's server time, so they are not sent.
- * @fastify/helmet itself measured ~55 µs of server CPU per request on this
- * 2-core box (more than a whole bare Fastify request); these values never
- * change per request, so they are computed once and set in one call.
+ * Cross-Origin-Opener-Policy) change nothing for JSON responses and cost a
+ * measurable share of a small response's server time, so they are not sent.
+ * @fastify/helmet itself cost more server CPU per request than a whole bare
+ * Fastify request (tests/bench/RESULTS.md); these values never change per
+ * request, so they are computed once and set in one call.
  */
 export const securityHeadersPlugin = fp<{ production: boolean }>(
   async (app, opts) => {

@@ -72,16 +72,4 @@ export function roundPrice(p: number): number {
   return Math.round(p * 1e6) / 1e6;
 }
 
-/** Runs fn over items with at most `limit` in flight. */
-export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
+export { mapLimit } from '../lib/map-limit.js';

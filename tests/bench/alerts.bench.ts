@@ -60,7 +60,7 @@ function changes(price: number, offset: number): PriceChange[] {
 
 /** Puts fired alerts back and removes what the check produced, so every run starts equal. */
 async function resetFired(b: BenchApp) {
-  await drainDeliveries(b.app.db);
+  await drainDeliveries(b.app.delivery);
   await b.db.rows(sql`update price_alerts set active = true, triggered_at = null, triggered_price = null where triggered_at is not null`);
   await b.db.rows(sql`delete from notifications where type = 'price_alert_triggered'`);
 }
@@ -204,7 +204,7 @@ export default async function run() {
     await writeSection('Notifications and price alerts (issue 6)', out.join('\n'));
     process.stdout.write(out.join('\n') + '\n');
   } finally {
-    await drainDeliveries(b.app.db);
+    await drainDeliveries(b.app.delivery);
     await b.close();
   }
 }

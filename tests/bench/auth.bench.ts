@@ -26,7 +26,7 @@ function runLoad(args: Record<string, unknown>): Promise<Flow> {
       process.execPath,
       ['--import', 'tsx', join(ROOT, 'tests/bench/auth-load.ts'), JSON.stringify(args)],
       { cwd: ROOT, maxBuffer: 16 * 1024 * 1024, timeout: 120_000 },
-      (err, stdout) => (err ? reject(err) : resolve(JSON.parse(stdout.trim().split('\n').at(-1)!))),
+      (err, stdout) => (err ? reject(new Error(err.message, { cause: err })) : resolve(JSON.parse(stdout.trim().split('\n').at(-1)!))),
     ),
   );
 }

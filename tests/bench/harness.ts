@@ -62,7 +62,7 @@ export async function load(name: string, url: string, opts: LoadOptions = {}): P
         process.execPath,
         [...args, '-d', String(duration), url],
         { maxBuffer: 64 * 1024 * 1024, timeout: (duration + 30) * 1000 },
-        (err, stdout) => (err ? reject(err) : resolve(stdout)),
+        (err, stdout) => (err ? reject(new Error(err.message, { cause: err })) : resolve(stdout)),
       ),
     );
   await run(1); // warm-up, discarded

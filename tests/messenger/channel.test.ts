@@ -7,12 +7,13 @@ import { messengerBindings } from '../../drizzle/messenger.js';
 import { pushPreferences } from '../../drizzle/push.js';
 import { messengerChannel } from '../../src/domains/messenger/channel.js';
 import { testConfig } from '../../src/config.js';
-import type { DeliveryDeps, NotificationType, StoredNotification } from '../../src/lib/notify-types.js';
+import type { ServiceDeps } from '../../src/lib/deps.js';
+import type { NotificationType, StoredNotification } from '../../src/domains/notifications/types.js';
 import { bindingOf, createUser } from './helpers.js';
 
 let t: TestApp;
 let tg: FakeTelegram;
-let deps: DeliveryDeps;
+let deps: ServiceDeps;
 let nextChat = 700_000_000;
 
 beforeAll(async () => {
@@ -115,7 +116,7 @@ describe('messengerChannel.deliver', () => {
     const dead = await startFakeServer();
     const url = dead.url;
     await dead.close();
-    const offline: DeliveryDeps = { ...deps, config: testConfig({ MESSENGER_API_URL: url, MESSENGER_BOT_TOKEN: tg.token }) };
+    const offline: ServiceDeps = { ...deps, config: testConfig({ MESSENGER_API_URL: url, MESSENGER_BOT_TOKEN: tg.token }) };
     const err = await messengerChannel.deliver(offline, notification(user.id)).then(
       () => undefined,
       (e: Error) => e,
@@ -134,7 +135,7 @@ describe('messengerChannel.deliver', () => {
 
   it('no bot token configured → skipped without a call', async () => {
     const { user } = await boundUser();
-    const noBot: DeliveryDeps = { ...deps, config: testConfig({ MESSENGER_API_URL: tg.url }) };
+    const noBot: ServiceDeps = { ...deps, config: testConfig({ MESSENGER_API_URL: tg.url }) };
     expect(await messengerChannel.deliver(noBot, notification(user.id))).toBe('skipped');
     expect(tg.attempts).toHaveLength(0);
   });

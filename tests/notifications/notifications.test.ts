@@ -4,14 +4,20 @@ import { notificationDeliveries, notifications } from '../../drizzle/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeExpo, type FakeExpo } from '../fakes/expo.js';
 import { notify, type NotifyDeps } from '../../src/domains/notifications/service.js';
-import { userNotificationsChannel, deliveryChannels } from '../../src/domains/notifications/channels.js';
+import { userNotificationsChannel } from '../../src/domains/realtime/channels.js';
 import {
+  createDeliveryState,
   drainDeliveries,
   FAILED_RETENTION_MS,
   pruneSettledDeliveries,
   SETTLED_RETENTION_MS,
 } from '../../src/domains/notifications/delivery.js';
-import { NOTIFICATION_TYPES } from '../../src/lib/notify-types.js';
+import {
+  NOTIFICATION_TYPES,
+  NotificationSchema,
+  type NotificationChannel,
+  type StoredNotification,
+} from '../../src/domains/notifications/types.js';
 import { createUser, eventually, expectProblemShape, recordPublishes } from './fixtures.js';
 
 const INTERNAL = 'internal-token-0123456789abcdef';
@@ -22,7 +28,7 @@ let deps: NotifyDeps;
 beforeAll(async () => {
   expo = await startFakeExpo();
   t = await buildTestApp({ INTERNAL_API_TOKEN: INTERNAL, PUSH_API_URL: expo.url });
-  deps = { db: t.app.db, config: t.app.config, log: t.app.log, clock: t.app.clock, publish: t.app.publish };
+  deps = { db: t.app.db, config: t.app.config, log: t.app.log, clock: t.app.clock, publish: t.app.publish, delivery: t.app.delivery };
 });
 afterAll(async () => {
   await t?.close();
@@ -84,11 +90,68 @@ describe('notify()', () => {
     const u = await createUser(t.app);
     const n = await notify(deps, { userId: u.id, type: 'mission_completed', title: 'Mission', message: 'Done' });
     const rows = await t.app.db.select().from(notificationDeliveries).where(eq(notificationDeliveries.notificationId, n.id));
-    expect(rows.map((r) => r.channel).sort()).toEqual(deliveryChannels.map((c) => c.name).sort());
-    await drainDeliveries(t.app.db);
+    expect(rows.map((r) => r.channel).sort()).toEqual(t.app.delivery.channels.map((c) => c.name).sort());
+    await drainDeliveries(t.app.delivery);
     const after = await t.app.db.select().from(notificationDeliveries).where(eq(notificationDeliveries.notificationId, n.id));
     // No device registered: push has nothing to deliver.
     expect(after.find((r) => r.channel === 'push')?.status).toBe('skipped');
+  });
+});
+
+describe('delivery channels are injected', () => {
+  it('the app gets push and messenger from the composition root, in that order', () => {
+    expect(t.app.delivery.channels.map((c) => c.name)).toEqual(['push', 'messenger']);
+  });
+
+  it('notify writes outbox rows for, and delivers through, exactly the channels it is given', async () => {
+    const u = await createUser(t.app);
+    const seen: Array<[string, StoredNotification]> = [];
+    const fake = (name: string, outcome: 'sent' | 'skipped'): NotificationChannel => ({
+      name,
+      deliver: async (_deps, n) => {
+        seen.push([name, n]);
+        return outcome;
+      },
+    });
+    const delivery = createDeliveryState([fake('carrier-pigeon', 'sent'), fake('smoke-signal', 'skipped')]);
+    const n = await notify({ ...deps, delivery }, { userId: u.id, type: 'order_filled', title: 'Injected', message: 'm' });
+    await drainDeliveries(delivery);
+    const rows = await t.app.db.select().from(notificationDeliveries).where(eq(notificationDeliveries.notificationId, n.id));
+    expect(rows.map((r) => [r.channel, r.status]).sort()).toEqual([
+      ['carrier-pigeon', 'sent'],
+      ['smoke-signal', 'skipped'],
+    ]);
+    expect(seen.map(([name, x]) => [name, x.id, x.title]).sort()).toEqual([
+      ['carrier-pigeon', n.id, 'Injected'],
+      ['smoke-signal', n.id, 'Injected'],
+    ]);
+    expect(() => createDeliveryState([fake('twice', 'sent'), fake('twice', 'sent')])).toThrow(/unique/);
+  });
+});
+
+describe('one Notification shape', () => {
+  it('the list, the socket event, PATCH and the internal route send the fields of NotificationSchema, in its order', async () => {
+    const u = await createUser(t.app);
+    const rec = recordPublishes(t.app);
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/internal/notifications',
+      headers: { authorization: `Bearer ${INTERNAL}` },
+      payload: { userId: u.id, type: 'order_filled', title: 'Shape', message: 'm', data: { orderId: 'o-9' } },
+    });
+    rec.stop();
+    const created = res.json();
+    const [listed] = (await list(u.auth)).json().notifications;
+    const published = rec.events.find((e) => e.channel === userNotificationsChannel(u.id))?.payload;
+    const patched = (await t.app.inject({ method: 'PATCH', url: `/api/v1/notifications/${created.id}`, headers: u.auth })).json();
+    const fields = Object.keys(NotificationSchema.shape);
+    for (const shown of [created, listed, published, patched]) {
+      expect(Object.keys(shown)).toEqual(fields);
+      expect(NotificationSchema.strict().parse(shown)).toEqual(shown);
+    }
+    expect(listed).toEqual(created);
+    expect(published).toEqual(created);
+    expect(patched).toEqual({ ...created, read: true });
   });
 });
 
@@ -96,7 +159,7 @@ describe('outbox pruning', () => {
   it('deletes settled rows past their retention (failed ones later), never pending rows or the notification', async () => {
     const u = await createUser(t.app);
     const n = await notify(deps, { userId: u.id, type: 'mission_completed', title: 'Old', message: 'Old' });
-    await drainDeliveries(t.app.db);
+    await drainDeliveries(t.app.delivery);
     await t.app.db.delete(notificationDeliveries).where(eq(notificationDeliveries.notificationId, n.id));
     const now = new Date();
     const ago = (ms: number) => new Date(now.getTime() - ms);

@@ -6,7 +6,7 @@ import { startFakeExpo, type FakeExpo } from '../fakes/expo.js';
 import { notify, type NotifyDeps } from '../../src/domains/notifications/service.js';
 import { drainDeliveries, MAX_ATTEMPTS, processDueDeliveries } from '../../src/domains/notifications/delivery.js';
 import { checkPushReceipts } from '../../src/domains/push/service.js';
-import { NOTIFICATION_TYPES } from '../../src/lib/notify-types.js';
+import { NOTIFICATION_TYPES } from '../../src/domains/notifications/types.js';
 import { createUser, expectProblemShape } from '../notifications/fixtures.js';
 
 let t: TestApp;
@@ -16,7 +16,7 @@ let deps: NotifyDeps;
 beforeAll(async () => {
   expo = await startFakeExpo();
   t = await buildTestApp({ PUSH_API_URL: expo.url, PUSH_ACCESS_TOKEN: 'expo-access-token-123' });
-  deps = { db: t.app.db, config: t.app.config, log: t.app.log, clock: t.app.clock, publish: t.app.publish };
+  deps = { db: t.app.db, config: t.app.config, log: t.app.log, clock: t.app.clock, publish: t.app.publish, delivery: t.app.delivery };
 });
 afterAll(async () => {
   await t?.close();
@@ -39,7 +39,7 @@ const deliveryOf = async (notificationId: string) => {
 /** notify, then wait for its in-process delivery kick. */
 const notifyAndSettle = async (userId: string, type: (typeof NOTIFICATION_TYPES)[number] = 'order_filled') => {
   const n = await notify(deps, { userId, type, title: `T ${type}`, message: 'M' });
-  await drainDeliveries(t.app.db);
+  await drainDeliveries(t.app.delivery);
   return n;
 };
 const later = (ms: number): NotifyDeps => ({ ...deps, clock: () => new Date(Date.now() + ms) });

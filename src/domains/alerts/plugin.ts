@@ -9,6 +9,7 @@ const TRIGGER_NOTE =
 
 /** Seed §4.5 with docs/decisions.md §6, under /api/v1/alerts. */
 export const alertRoutes: FastifyPluginAsyncZod = async (app) => {
+  const deps = { db: app.db, clock: app.clock };
   app.get(
     '/',
     {
@@ -20,7 +21,7 @@ export const alertRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: z.object({ alerts: z.array(PriceAlertSchema) }), ...problemResponses(401) },
       },
     },
-    async (request) => ({ alerts: await listAlerts(app, request.user.id) }),
+    async (request) => ({ alerts: await listAlerts(deps, request.user.id) }),
   );
 
   app.post(
@@ -35,7 +36,7 @@ export const alertRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 201: PriceAlertSchema, ...problemResponses(400, 401, 404, 409) },
       },
     },
-    async (request, reply) => reply.code(201).send(await createAlert(app, request.user.id, request.body)),
+    async (request, reply) => reply.code(201).send(await createAlert(deps, request.user.id, request.body)),
   );
 
   app.put(
@@ -52,7 +53,7 @@ export const alertRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: PriceAlertSchema, ...problemResponses(400, 401, 404, 409) },
       },
     },
-    async (request) => updateAlert(app, request.user.id, request.params.id, request.body),
+    async (request) => updateAlert(deps, request.user.id, request.params.id, request.body),
   );
 
   app.delete(
@@ -68,7 +69,7 @@ export const alertRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      await deleteAlert(app, request.user.id, request.params.id);
+      await deleteAlert(deps, request.user.id, request.params.id);
       return reply.code(204).send(null);
     },
   );

@@ -1,7 +1,8 @@
 import { and, count, desc, eq, sql, type SQL } from 'drizzle-orm';
 import { markets, priceAlerts } from '../../../drizzle/index.js';
-import { lockKey, type Db, type DbOrTx } from '../../db/index.js';
+import { lockKey, rows, type Db, type DbOrTx } from '../../db/index.js';
 import { AppError, notFound } from '../../errors.js';
+import type { Clock } from '../../lib/deps.js';
 import type { PriceChange } from '../events/ingest.js';
 import { announceNotifications, storeNotifications, type NotifyDeps } from '../notifications/service.js';
 import { MAX_ACTIVE_ALERTS, type CreateAlertInput, type PriceAlertJson, type UpdateAlertInput } from './schemas.js';
@@ -27,7 +28,7 @@ function toAlertJson(a: AlertRow, marketTitle: string): PriceAlertJson {
 
 /** Serialises one user's alert writes, so the 100-active limit holds under concurrent requests. */
 async function lockUserAlerts(tx: DbOrTx, userId: string) {
-  await tx.execute(sql`select pg_advisory_xact_lock(${lockKey(`alerts:${userId}`).toString()}::bigint)`);
+  await rows(tx, sql`select pg_advisory_xact_lock(${lockKey(`alerts:${userId}`).toString()}::bigint)`);
 }
 
 async function assertBelowLimit(tx: DbOrTx, userId: string) {
@@ -51,7 +52,7 @@ export async function listAlerts(deps: { db: DbOrTx }, userId: string): Promise<
 }
 
 /** Market must exist (404); at most 100 active alerts per user (409 ALERT_LIMIT), race-safe. */
-export async function createAlert(deps: { db: Db; clock: () => Date }, userId: string, input: CreateAlertInput): Promise<PriceAlertJson> {
+export async function createAlert(deps: { db: Db; clock: Clock }, userId: string, input: CreateAlertInput): Promise<PriceAlertJson> {
   return deps.db.transaction(async (tx) => {
     const [market] = await tx.select({ title: markets.title }).from(markets).where(eq(markets.id, input.marketId)).limit(1);
     if (!market) throw notFound('Market');
@@ -80,7 +81,7 @@ export async function createAlert(deps: { db: Db; clock: () => Date }, userId: s
  * clears its last trigger, so it can fire again.
  */
 export async function updateAlert(
-  deps: { db: Db; clock: () => Date },
+  deps: { db: Db; clock: Clock },
   userId: string,
   id: string,
   input: UpdateAlertInput,
@@ -205,6 +206,7 @@ export async function checkPriceAlerts(deps: AlertCheckDeps, changes: PriceChang
     const res = await tx.execute(alertTriggerSql(payload, now));
     const fired = rowsOf<FiredRow>(res);
     return storeNotifications(
+      deps,
       tx,
       now,
       fired.map((f) => ({

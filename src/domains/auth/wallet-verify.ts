@@ -4,10 +4,11 @@ import { base58 } from '@scure/base';
 import { getAddress, verifyMessage } from 'viem';
 import type { Chain } from './schemas.js';
 
-// Synchronous verification with node:crypto's SHA-512: ~10-25 % faster here
-// than verifyAsync's WebCrypto digest (a promise and a thread-pool hop per
-// hash). A worker-thread pool was tried too and lost: on this 2-vCPU VM the
-// cross-thread wake-ups cost more than the verify they moved off the loop.
+// Synchronous verification with node:crypto's SHA-512: faster than
+// verifyAsync's WebCrypto digest (a promise and a thread-pool hop per hash).
+// A worker-thread pool was tried too and lost: on a 2-vCPU machine the
+// cross-thread wake-ups cost more than the verify they moved off the loop
+// (tests/bench/RESULTS.md).
 ed.hashes.sha512 = (message: Uint8Array) => new Uint8Array(createHash('sha512').update(message).digest());
 
 const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;

@@ -8,6 +8,7 @@ const Checks = z.record(z.string(), z.enum(['ok', 'failed', 'disabled']));
 
 /** GET /health/live and GET /health/ready (docs/decisions.md §9). */
 export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
+  const deps = { dbh: app.dbh, redis: app.redisClient };
   app.get(
     '/health/live',
     {
@@ -45,7 +46,7 @@ export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (_request, reply) => {
-      const checks = await checkReadiness(app);
+      const checks = await checkReadiness(deps);
       const failed = Object.entries(checks)
         .filter(([, v]) => v === 'failed')
         .map(([k]) => k);

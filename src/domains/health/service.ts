@@ -1,16 +1,20 @@
-import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { DbHandle } from '../../db/index.js';
+
+export type Readiness = Record<'database' | 'redis', 'ok' | 'failed' | 'disabled'>;
 
 const withTimeout = <T>(p: Promise<T>, ms: number) =>
   Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error('timeout')), ms).unref())]);
 
-export async function checkReadiness(app: FastifyInstance): Promise<Record<string, 'ok' | 'failed' | 'disabled'>> {
+/** Pings the database and, when configured, Redis (2 s each); nothing else decides readiness. */
+export async function checkReadiness(deps: { dbh: Pick<DbHandle, 'ping'>; redis: Pick<Redis, 'ping'> | undefined }): Promise<Readiness> {
   const [database, redis] = await Promise.all([
-    withTimeout(app.dbh.ping(), 2_000).then(
+    withTimeout(deps.dbh.ping(), 2_000).then(
       () => 'ok' as const,
       () => 'failed' as const,
     ),
-    app.redisClient
-      ? withTimeout(app.redisClient.ping(), 2_000).then(
+    deps.redis
+      ? withTimeout(deps.redis.ping(), 2_000).then(
           () => 'ok' as const,
           () => 'failed' as const,
         )

@@ -1,4 +1,5 @@
-import type { DeliveryDeps, DeliveryOutcome, NotificationChannel, StoredNotification } from '../../lib/notify-types.js';
+import type { ServiceDeps } from '../../lib/deps.js';
+import type { DeliveryOutcome, NotificationChannel, StoredNotification } from '../notifications/types.js';
 import { deleteBindingIfChat, findDeliveryTarget } from './queries.js';
 import { sendMessage, TelegramApiError } from './telegram.js';
 
@@ -16,7 +17,7 @@ import { sendMessage, TelegramApiError } from './telegram.js';
  */
 export const messengerChannel: NotificationChannel = {
   name: 'messenger',
-  async deliver(deps: DeliveryDeps, n: StoredNotification): Promise<DeliveryOutcome> {
+  async deliver(deps: ServiceDeps, n: StoredNotification): Promise<DeliveryOutcome> {
     const target = await findDeliveryTarget(deps.db, n.userId);
     if (!target) return 'skipped';
     if (target.types[n.type] === false) return 'skipped';

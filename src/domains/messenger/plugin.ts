@@ -3,14 +3,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { problemResponses } from '../../errors.js';
 import { LinkCodeSchema, LinkStatusSchema, WEBHOOK_BODY_LIMIT, WebhookBodySchema, WebhookResponseSchema } from './schemas.js';
-import { checkWebhookSecret, getLinkStatus, handleUpdate, issueLinkCode, sendReplies, unlinkUser, type MessengerDeps } from './service.js';
+import type { ServiceDeps } from '../../lib/deps.js';
+import { checkWebhookSecret, getLinkStatus, handleUpdate, issueLinkCode, sendReplies, unlinkUser } from './service.js';
 
 /** How long the webhook waits for its replies before answering anyway (they still go out). */
 const REPLY_WAIT_MS = 2_000;
 
 /** /api/v1/messenger-bot: the Telegram webhook and account linking (docs/api-contract.md §4.2, docs/decisions.md §7). */
 export const messengerRoutes: FastifyPluginAsyncZod = async (app) => {
-  const deps = (log = app.log): MessengerDeps => ({ db: app.db, config: app.config, log, clock: app.clock });
+  const deps = (log = app.log): ServiceDeps => ({ db: app.db, config: app.config, log, clock: app.clock });
 
   // Replies go out after the webhook has answered; shutdown waits for them.
   const pending = new Set<Promise<void>>();

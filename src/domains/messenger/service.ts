@@ -1,8 +1,8 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../../config.js';
-import type { Db, DbOrTx } from '../../db/index.js';
+import { randomBytes } from 'node:crypto';
+import type { DbOrTx } from '../../db/index.js';
+import type { ServiceDeps } from '../../lib/deps.js';
 import { AppError, unavailable } from '../../errors.js';
+import { safeEqual, sha256Hex } from '../../lib/hash.js';
 import {
   claimUpdate,
   consumeLinkCode,
@@ -21,13 +21,6 @@ import {
 import { LINK_CODE_TTL_MS, TelegramUpdateSchema, UpdateIdSchema, type LinkStatus, type TelegramUpdate } from './schemas.js';
 import { sendMessage } from './telegram.js';
 
-export interface MessengerDeps {
-  db: Db;
-  config: Config;
-  log: FastifyBaseLogger;
-  clock: () => Date;
-}
-
 /** A message to send once the update's transaction has committed. */
 export interface Reply {
   chatId: bigint;
@@ -42,26 +35,21 @@ export const PRUNE_EVERY = 256n;
 const CODE_FORMAT = /^[A-Za-z0-9_-]{1,64}$/;
 
 export function hashLinkCode(code: string): string {
-  return createHash('sha256').update(code).digest('hex');
+  return sha256Hex(code);
 }
 
-/**
- * Header check of the webhook, before the body is read (constant time:
- * both sides are hashed so neither length nor content leaks through timing).
- */
+/** Header check of the webhook, before the body is read (constant time, see safeEqual). */
 export function checkWebhookSecret(expected: string | undefined, presented: string | string[] | undefined): void {
   if (!expected) throw unavailable('The messenger webhook is not configured (MESSENGER_WEBHOOK_SECRET is unset)', 60);
   const given = typeof presented === 'string' ? presented : '';
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
-  if (!timingSafeEqual(a, b) || given.length === 0) {
+  if (given.length === 0 || !safeEqual(given, expected)) {
     throw new AppError(401, 'INVALID_WEBHOOK_SECRET', 'The X-Telegram-Bot-Api-Secret-Token header is wrong or missing');
   }
 }
 
 // ---- Linking from the app (bearer routes) ----
 
-export async function issueLinkCode(deps: MessengerDeps, userId: string): Promise<{ code: string; deepLink: string; expiresAt: string }> {
+export async function issueLinkCode(deps: ServiceDeps, userId: string): Promise<{ code: string; deepLink: string; expiresAt: string }> {
   const bot = deps.config.MESSENGER_BOT_USERNAME;
   if (!bot) throw unavailable('The messenger bot is not configured (MESSENGER_BOT_USERNAME is unset)', 60);
   // 256 random bits, base64url: 43 characters, inside Telegram's 64-character [A-Za-z0-9_-] start payload rule.
@@ -76,12 +64,12 @@ export async function issueLinkCode(deps: MessengerDeps, userId: string): Promis
   };
 }
 
-export async function unlinkUser(deps: MessengerDeps, userId: string): Promise<void> {
+export async function unlinkUser(deps: ServiceDeps, userId: string): Promise<void> {
   const removed = await deleteBindingByUser(deps.db, userId);
   if (removed) deps.log.info({ userId }, 'messenger binding removed from the app');
 }
 
-export async function getLinkStatus(deps: MessengerDeps, userId: string): Promise<LinkStatus> {
+export async function getLinkStatus(deps: ServiceDeps, userId: string): Promise<LinkStatus> {
   const b = await findBindingByUser(deps.db, userId);
   if (!b) return { linked: false, walletType: null, connectedAt: null, lastCommandAt: null };
   return {
@@ -104,7 +92,7 @@ export type UpdateOutcome = 'ignored' | 'duplicate' | 'processed';
  * retry processes the update again. Replies are returned, to be sent after
  * the commit (a Telegram outage never fails the webhook).
  */
-export async function handleUpdate(deps: MessengerDeps, body: unknown): Promise<{ outcome: UpdateOutcome; replies: Reply[] }> {
+export async function handleUpdate(deps: ServiceDeps, body: unknown): Promise<{ outcome: UpdateOutcome; replies: Reply[] }> {
   const id = UpdateIdSchema.safeParse(body);
   if (!id.success) {
     deps.log.debug('messenger webhook: body is not an update, ignored');
@@ -146,7 +134,7 @@ const HOW_TO_LINK =
 const HELP = 'Commands:\n/status: which account this chat is linked to\n/unlink: stop notifications here and unlink\n\n' + HOW_TO_LINK;
 
 /** Acts on a private-chat text message; returns the replies. Group chats, bots and non-text are ignored. */
-async function runMessage(tx: DbOrTx, deps: MessengerDeps, now: Date, message: Message | undefined): Promise<Reply[]> {
+async function runMessage(tx: DbOrTx, deps: ServiceDeps, now: Date, message: Message | undefined): Promise<Reply[]> {
   if (!message || typeof message.text !== 'string' || !message.from) return [];
   // Linking and /status reveal a wallet address: only in the user's own chat with the bot.
   if (message.chat.type !== 'private' || message.from.is_bot === true) return [];
@@ -212,7 +200,7 @@ function statusText(b: BindingWithWallet): string {
  * Sends replies after the commit. Never rejects: a failed reply is logged,
  * the update stays processed (a reply is a courtesy; the state is in the DB).
  */
-export async function sendReplies(deps: MessengerDeps, replies: Reply[]): Promise<void> {
+export async function sendReplies(deps: ServiceDeps, replies: Reply[]): Promise<void> {
   if (replies.length === 0) return;
   if (!deps.config.MESSENGER_BOT_TOKEN) {
     deps.log.warn('messenger: MESSENGER_BOT_TOKEN is unset, bot replies are not sent');

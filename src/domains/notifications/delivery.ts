@@ -1,8 +1,8 @@
 import { inArray, sql } from 'drizzle-orm';
 import { notifications } from '../../../drizzle/index.js';
-import type { Db, DbOrTx } from '../../db/index.js';
-import type { DeliveryDeps, NotificationChannel, NotificationType, StoredNotification } from '../../lib/notify-types.js';
-import { deliveryChannels } from './channels.js';
+import { rows, type Db, type DbOrTx } from '../../db/index.js';
+import type { ServiceDeps } from '../../lib/deps.js';
+import type { NotificationChannel, NotificationType, StoredNotification } from './types.js';
 
 /**
  * The delivery worker of the notify path: an outbox (notification_deliveries)
@@ -20,9 +20,28 @@ const MAX_BACKOFF_MS = 60 * 60_000;
 const CLAIM_BATCH = 100;
 const CONCURRENCY = 6;
 
-export interface DeliveryWorkerDeps extends DeliveryDeps {
-  /** Defaults to the registered channels (channels.ts). */
-  channels?: NotificationChannel[];
+/**
+ * The notify path's delivery state, one per app (the notifications plugin
+ * creates it from the channel list the composition root hands it; jobs get
+ * the same object): the channels, the in-process kicks still running (the
+ * app's close waits for them before its pool closes) and when this instance
+ * last pruned the outbox.
+ */
+export interface DeliveryState {
+  readonly channels: readonly NotificationChannel[];
+  readonly inflight: Set<Promise<unknown>>;
+  /** Epoch ms of this instance's last prune of settled rows; 0 = not yet. */
+  prunedAt: number;
+}
+
+export function createDeliveryState(channels: readonly NotificationChannel[]): DeliveryState {
+  const names = channels.map((c) => c.name);
+  if (new Set(names).size !== names.length) throw new Error(`delivery channel names must be unique: ${names.join(', ')}`);
+  return { channels, inflight: new Set(), prunedAt: 0 };
+}
+
+export interface DeliveryWorkerDeps extends ServiceDeps {
+  delivery: Pick<DeliveryState, 'channels'>;
 }
 
 export interface DeliveryReport {
@@ -38,10 +57,6 @@ export function backoffMs(attempts: number): number {
   return Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** Math.max(0, attempts - 1));
 }
 
-function rowsOf<T>(result: unknown): T[] {
-  return Array.isArray(result) ? (result as T[]) : ((result as { rows?: T[] }).rows ?? []);
-}
-
 interface ClaimedRow {
   id: string;
   notification_id: string;
@@ -54,7 +69,9 @@ async function claimDue(db: DbOrTx, now: Date, limit: number, notificationIds?: 
     ? sql`and notification_id in (select (jsonb_array_elements_text(${JSON.stringify(notificationIds)}::jsonb))::uuid)`
     : sql``;
   const leaseUntil = new Date(now.getTime() + LEASE_MS).toISOString();
-  const res = await db.execute(sql`
+  const claimed = await rows<ClaimedRow>(
+    db,
+    sql`
     with due as (
       select id from notification_deliveries
       where status = 'pending' and next_attempt_at <= ${now.toISOString()}::timestamptz ${only}
@@ -66,21 +83,28 @@ async function claimDue(db: DbOrTx, now: Date, limit: number, notificationIds?: 
     set attempts = d.attempts + 1, next_attempt_at = ${leaseUntil}::timestamptz, updated_at = ${now.toISOString()}::timestamptz
     from due
     where d.id = due.id
-    returning d.id, d.notification_id, d.channel, d.attempts`);
-  return rowsOf<ClaimedRow>(res).map((r) => ({ ...r, attempts: Number(r.attempts) }));
+    returning d.id, d.notification_id, d.channel, d.attempts`,
+  );
+  return claimed.map((r) => ({ ...r, attempts: Number(r.attempts) }));
 }
 
 async function finish(db: Db, id: string, status: 'sent' | 'skipped' | 'failed', error: string | null, now: Date) {
-  await db.execute(sql`
+  await rows(
+    db,
+    sql`
     update notification_deliveries set status = ${status}, last_error = ${error}, updated_at = ${now.toISOString()}::timestamptz
-    where id = ${id}::uuid`);
+    where id = ${id}::uuid`,
+  );
 }
 
 async function retryLater(db: Db, id: string, attempts: number, error: string, now: Date) {
   const next = new Date(now.getTime() + backoffMs(attempts)).toISOString();
-  await db.execute(sql`
+  await rows(
+    db,
+    sql`
     update notification_deliveries set next_attempt_at = ${next}::timestamptz, last_error = ${error}, updated_at = ${now.toISOString()}::timestamptz
-    where id = ${id}::uuid`);
+    where id = ${id}::uuid`,
+  );
 }
 
 /**
@@ -92,15 +116,17 @@ export async function processDueDeliveries(
   deps: DeliveryWorkerDeps,
   opts: { notificationIds?: string[]; limit?: number } = {},
 ): Promise<DeliveryReport> {
-  const channels = deps.channels ?? deliveryChannels;
+  const { channels } = deps.delivery;
   const report: DeliveryReport = { claimed: 0, sent: 0, skipped: 0, retrying: 0, failed: 0 };
   const claimed = await claimDue(deps.db, deps.clock(), opts.limit ?? CLAIM_BATCH, opts.notificationIds);
   report.claimed = claimed.length;
   if (claimed.length === 0) return report;
 
   const ids = [...new Set(claimed.map((c) => c.notification_id))];
-  const rows = await deps.db.select().from(notifications).where(inArray(notifications.id, ids));
-  const byId = new Map<string, StoredNotification>(rows.map((r) => [r.id, { ...r, type: r.type as NotificationType, data: r.data ?? {} }]));
+  const found = await deps.db.select().from(notifications).where(inArray(notifications.id, ids));
+  const byId = new Map<string, StoredNotification>(
+    found.map((r) => [r.id, { ...r, type: r.type as NotificationType, data: r.data ?? {} }]),
+  );
 
   const work = async (row: ClaimedRow) => {
     const now = () => deps.clock();
@@ -162,7 +188,9 @@ export async function pruneSettledDeliveries(db: Db, now: Date, maxBatches = 20)
   const failedBefore = new Date(now.getTime() - FAILED_RETENTION_MS).toISOString();
   let total = 0;
   for (let i = 0; i < maxBatches; i++) {
-    const res = await db.execute(sql`
+    const [row] = await rows<{ n: number | string }>(
+      db,
+      sql`
       with gone as (
         select id from notification_deliveries
         where status <> 'pending' and updated_at < ${settledBefore}::timestamptz
@@ -172,8 +200,9 @@ export async function pruneSettledDeliveries(db: Db, now: Date, maxBatches = 20)
       ), d as (
         delete from notification_deliveries n using gone where n.id = gone.id returning 1
       )
-      select count(*)::int as n from d`);
-    const n = Number(rowsOf<{ n: number | string }>(res)[0]?.n ?? 0);
+      select count(*)::int as n from d`,
+    );
+    const n = Number(row?.n ?? 0);
     total += n;
     if (n < PRUNE_BATCH) break;
   }
@@ -191,27 +220,46 @@ export async function processAllDueDeliveries(deps: DeliveryWorkerDeps, maxBatch
   return total;
 }
 
-// In-flight kicks per database, so an app closing waits for them before its pool closes.
-const inflight = new WeakMap<object, Set<Promise<unknown>>>();
+/** How often an instance prunes settled outbox rows (from its delivery-sweep runs). */
+export const DELIVERY_PRUNE_MS = 60 * 60_000;
+
+export interface SweepReport extends DeliveryReport {
+  pruned: number;
+}
+
+/**
+ * The periodic run (the delivery-sweep job, docs/decisions.md §9): delivers
+ * everything due (retries, and rows a kick left behind) and, at most once per
+ * DELIVERY_PRUNE_MS on this instance, prunes settled rows.
+ */
+export async function sweepDeliveries(deps: ServiceDeps & { delivery: DeliveryState }): Promise<SweepReport> {
+  const report = await processAllDueDeliveries(deps);
+  let pruned = 0;
+  const now = deps.clock();
+  if (now.getTime() - deps.delivery.prunedAt >= DELIVERY_PRUNE_MS) {
+    deps.delivery.prunedAt = now.getTime();
+    pruned = await pruneSettledDeliveries(deps.db, now);
+    if (pruned > 0) deps.log.info({ pruned }, 'settled notification deliveries pruned');
+  }
+  return { ...report, pruned };
+}
 
 /**
  * The in-process kick right after notify(): delivers the new notifications'
  * rows without the caller waiting. Whatever it cannot deliver stays in the
  * outbox for the periodic run.
  */
-export function kickDelivery(deps: DeliveryWorkerDeps, notificationIds: string[]): void {
+export function kickDelivery(deps: ServiceDeps & { delivery: DeliveryState }, notificationIds: string[]): void {
   if (notificationIds.length === 0) return;
-  let set = inflight.get(deps.db);
-  if (!set) inflight.set(deps.db, (set = new Set()));
+  const { inflight } = deps.delivery;
   const p: Promise<unknown> = new Promise((resolve) => setImmediate(resolve))
     .then(() => processDueDeliveries(deps, { notificationIds }))
     .catch((err) => deps.log.warn({ err }, 'notification delivery kick failed; the periodic run retries'));
-  set.add(p);
-  p.finally(() => set.delete(p)).catch(() => {});
+  inflight.add(p);
+  p.finally(() => inflight.delete(p)).catch(() => {});
 }
 
-/** Waits for this database's in-flight kicks (plugin onClose, tests). */
-export async function drainDeliveries(db: Db): Promise<void> {
-  const set = inflight.get(db);
-  while (set && set.size > 0) await Promise.allSettled([...set]);
+/** Waits for the in-flight kicks (the notifications plugin's onClose, tests). */
+export async function drainDeliveries(delivery: DeliveryState): Promise<void> {
+  while (delivery.inflight.size > 0) await Promise.allSettled([...delivery.inflight]);
 }

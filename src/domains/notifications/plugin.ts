@@ -1,13 +1,11 @@
+import fp from 'fastify-plugin';
+import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import { problemResponses } from '../../errors.js';
-import { drainDeliveries, processAllDueDeliveries, pruneSettledDeliveries } from './delivery.js';
-import {
-  ListNotificationsQuerySchema,
-  NotificationIdParamsSchema,
-  NotificationListSchema,
-  NotificationSchema,
-  NotifyBodySchema,
-} from './schemas.js';
+import { sendSerialized } from '../../lib/serializer.js';
+import { createDeliveryState, drainDeliveries, type DeliveryState } from './delivery.js';
+import { ListNotificationsQuerySchema, NotificationIdParamsSchema, NotificationListSchema, NotifyBodySchema } from './schemas.js';
 import {
   deleteNotification,
   listNotifications,
@@ -17,24 +15,48 @@ import {
   toNotificationJson,
   type NotifyDeps,
 } from './service.js';
-import { z } from 'zod';
-import { sendSerialized } from '../../lib/serializer.js';
+import { NotificationSchema, type NotificationChannel } from './types.js';
 
-/** How often the outbox is swept for due (retried) deliveries. */
-export const DELIVERY_SWEEP_MS = 15_000;
-/** How often settled outbox rows past their retention are deleted (by the same sweep). */
-export const DELIVERY_PRUNE_MS = 60 * 60_000;
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The notify path's delivery state (channels, in-flight kicks), shared by the routes and the jobs. */
+    delivery: DeliveryState;
+  }
+}
 
-const notifyDeps = (app: Parameters<FastifyPluginAsyncZod>[0]): NotifyDeps => ({
+export interface NotificationsOptions {
+  /** The out-of-app delivery channels (push, messenger), handed in by the composition root. */
+  channels: NotificationChannel[];
+}
+
+/**
+ * The notify path's delivery state for the whole app, built from the channel
+ * list the composition root (src/app.ts) passes in: the notifications domain
+ * imports no channel. Closing the app waits for the delivery kicks still in
+ * flight before the database pool closes. Due retries and pruning are the
+ * delivery-sweep job's (src/jobs/delivery-sweep.ts).
+ */
+export const notificationsPlugin = fp<NotificationsOptions>(
+  async (app, opts) => {
+    const delivery = createDeliveryState(opts.channels);
+    app.decorate('delivery', delivery);
+    app.addHook('onClose', async () => drainDeliveries(delivery));
+  },
+  { name: 'notifications', fastify: '5.x', dependencies: ['infra'] },
+);
+
+const notifyDeps = (app: FastifyInstance): NotifyDeps => ({
   db: app.db,
   config: app.config,
   log: app.log,
   clock: app.clock,
   publish: app.publish,
+  delivery: app.delivery,
 });
 
 /** Seed §4.4 with docs/decisions.md §6, under /api/v1/notifications. */
 export const notificationRoutes: FastifyPluginAsyncZod = async (app) => {
+  const deps = notifyDeps(app);
   app.get(
     '/',
     {
@@ -49,7 +71,7 @@ export const notificationRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     // Serialised by PostgreSQL and listNotifications: sent as is.
-    (request, reply) => sendSerialized(reply, undefined, () => listNotifications(app, { userId: request.user.id, ...request.query })),
+    (request, reply) => sendSerialized(reply, undefined, () => listNotifications(deps, { userId: request.user.id, ...request.query })),
   );
 
   // Static segment: Fastify's router prefers it over /:id.
@@ -64,7 +86,7 @@ export const notificationRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: z.object({ updated: z.number().int() }), ...problemResponses(401) },
       },
     },
-    async (request) => markAllNotificationsRead(app, request.user.id),
+    async (request) => markAllNotificationsRead(deps, request.user.id),
   );
 
   app.patch(
@@ -79,7 +101,7 @@ export const notificationRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: NotificationSchema, ...problemResponses(401, 404) },
       },
     },
-    async (request) => markNotificationRead(app, request.user.id, request.params.id),
+    async (request) => markNotificationRead(deps, request.user.id, request.params.id),
   );
 
   app.delete(
@@ -95,46 +117,15 @@ export const notificationRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      await deleteNotification(app, request.user.id, request.params.id);
+      await deleteNotification(deps, request.user.id, request.params.id);
       return reply.code(204).send(null);
     },
   );
-
-  // The outbox sweep: retries of failed deliveries and anything a kick left behind.
-  let timer: NodeJS.Timeout | undefined;
-  let sweeping: Promise<unknown> | undefined;
-  let closing = false;
-  let prunedAt = 0;
-  const sweep = async () => {
-    await processAllDueDeliveries(notifyDeps(app));
-    const now = app.clock();
-    if (now.getTime() - prunedAt >= DELIVERY_PRUNE_MS) {
-      prunedAt = now.getTime();
-      const pruned = await pruneSettledDeliveries(app.db, now);
-      if (pruned > 0) app.log.info({ pruned }, 'settled notification deliveries pruned');
-    }
-  };
-  app.addHook('onReady', async () => {
-    timer = setInterval(() => {
-      if (closing || sweeping) return;
-      sweeping = sweep()
-        .catch((err) => app.log.warn({ err }, 'notification delivery sweep failed'))
-        .finally(() => (sweeping = undefined));
-    }, DELIVERY_SWEEP_MS);
-    timer.unref();
-  });
-  app.addHook('preClose', async () => {
-    closing = true;
-    if (timer) clearInterval(timer);
-  });
-  app.addHook('onClose', async () => {
-    await sweeping;
-    await drainDeliveries(app.db);
-  });
 };
 
 /** POST /api/v1/internal/notifications (registered only while INTERNAL_API_TOKEN is set). */
 export const internalNotificationRoutes: FastifyPluginAsyncZod = async (app) => {
+  const deps = notifyDeps(app);
   app.post(
     '/notifications',
     {
@@ -150,7 +141,7 @@ export const internalNotificationRoutes: FastifyPluginAsyncZod = async (app) => 
       },
     },
     async (request, reply) => {
-      const stored = await notifyFromService(notifyDeps(app), request.body);
+      const stored = await notifyFromService(deps, request.body);
       return reply.code(201).send(toNotificationJson(stored));
     },
   );

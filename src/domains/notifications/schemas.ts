@@ -1,20 +1,5 @@
 import { z } from 'zod';
-import { NOTIFICATION_TYPES } from '../../lib/notify-types.js';
-
-export const NotificationTypeSchema = z.enum(NOTIFICATION_TYPES);
-
-export const NotificationSchema = z
-  .object({
-    id: z.string(),
-    type: NotificationTypeSchema,
-    title: z.string(),
-    message: z.string(),
-    read: z.boolean(),
-    data: z.record(z.string(), z.unknown()),
-    createdAt: z.string().meta({ description: 'ISO 8601' }),
-  })
-  .meta({ id: 'Notification' });
-export type NotificationJson = z.infer<typeof NotificationSchema>;
+import { NotificationSchema, NotificationTypeSchema } from './types.js';
 
 export const ListNotificationsQuerySchema = z.object({
   // Query strings are text: only the exact words true/false are accepted.

@@ -1,17 +1,18 @@
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq, sql, type SQL } from 'drizzle-orm';
 import { notificationDeliveries, notifications, users } from '../../../drizzle/index.js';
-import type { DbHandle, DbOrTx } from '../../db/index.js';
+import { rows, type DbOrTx } from '../../db/index.js';
 import { AppError, notFound, someCause } from '../../errors.js';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.js';
-import type { DeliveryDeps, NotificationType, StoredNotification } from '../../lib/notify-types.js';
 import type { PublishFn } from '../../plugins/infra.js';
-import { deliveryChannels, userNotificationsChannel } from './channels.js';
-import { kickDelivery } from './delivery.js';
-import type { NotificationJson } from './schemas.js';
+import { userNotificationsChannel } from '../realtime/channels.js';
+import { kickDelivery, type DeliveryState } from './delivery.js';
+import type { ServiceDeps } from '../../lib/deps.js';
+import { NotificationSchema, type Notification, type NotificationType, type StoredNotification } from './types.js';
 
 /** What the notify path needs; JobDeps and the app both provide it. */
-export interface NotifyDeps extends DeliveryDeps {
+export interface NotifyDeps extends ServiceDeps {
   publish: PublishFn;
+  delivery: DeliveryState;
 }
 
 export interface NotifyRequest {
@@ -24,7 +25,7 @@ export interface NotifyRequest {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export function toNotificationJson(n: StoredNotification): NotificationJson {
+export function toNotificationJson(n: StoredNotification): Notification {
   return {
     id: n.id,
     type: n.type,
@@ -47,9 +48,15 @@ function toStored(r: typeof notifications.$inferSelect): StoredNotification {
  * trigger) call it inside their own transaction, so the state change and the
  * notification commit together or not at all.
  */
-export async function storeNotifications(tx: DbOrTx, now: Date, requests: NotifyRequest[]): Promise<StoredNotification[]> {
+export async function storeNotifications(
+  deps: { delivery: Pick<DeliveryState, 'channels'> },
+  tx: DbOrTx,
+  now: Date,
+  requests: NotifyRequest[],
+): Promise<StoredNotification[]> {
+  const { channels } = deps.delivery;
   if (requests.length === 0) return [];
-  const rows = await tx
+  const stored = await tx
     .insert(notifications)
     .values(
       requests.map((r) => ({
@@ -62,16 +69,16 @@ export async function storeNotifications(tx: DbOrTx, now: Date, requests: Notify
       })),
     )
     .returning();
-  if (deliveryChannels.length > 0) {
+  if (channels.length > 0) {
     await tx
       .insert(notificationDeliveries)
       .values(
-        rows.flatMap((n) =>
-          deliveryChannels.map((c) => ({ notificationId: n.id, channel: c.name, nextAttemptAt: now, createdAt: now, updatedAt: now })),
+        stored.flatMap((n) =>
+          channels.map((c) => ({ notificationId: n.id, channel: c.name, nextAttemptAt: now, createdAt: now, updatedAt: now })),
         ),
       );
   }
-  return rows.map(toStored);
+  return stored.map(toStored);
 }
 
 /** After commit: emit on each user's stream and kick delivery (never awaited). */
@@ -97,7 +104,7 @@ export function announceNotifications(deps: NotifyDeps, stored: StoredNotificati
  * undoes it.
  */
 export async function notify(deps: NotifyDeps, request: NotifyRequest): Promise<StoredNotification> {
-  const [stored] = await deps.db.transaction((tx) => storeNotifications(tx, deps.clock(), [request]));
+  const [stored] = await deps.db.transaction((tx) => storeNotifications(deps, tx, deps.clock(), [request]));
   announceNotifications(deps, [stored]);
   return stored;
 }
@@ -132,19 +139,38 @@ export interface ListNotificationsInput {
 }
 
 /**
+ * How the list query writes each field of NotificationSchema from a row `s`
+ * of notifications: one entry per field (the compiler refuses a missing or an
+ * extra one), emitted in the schema's order, so the JSON PostgreSQL writes is
+ * the Notification every other path sends.
+ */
+const ITEM_FIELDS = {
+  id: sql`s.id`,
+  type: sql`s.type`,
+  title: sql`s.title`,
+  message: sql`s.message`,
+  read: sql`s.read`,
+  data: sql`s.data`,
+  createdAt: sql`to_char(s.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
+} satisfies Record<keyof Notification, SQL>;
+const ITEM_COLUMNS = sql.join(
+  (Object.keys(NotificationSchema.shape) as (keyof Notification)[]).map((k) => sql`${ITEM_FIELDS[k]} as ${sql.identifier(k)}`),
+  sql`, `,
+);
+
+/**
  * Newest first (createdAt desc, id desc), keyset pagination on the (user,
  * createdAt, id) index. Returns the serialised response body.
  *
  * One statement, one round trip: the page, whether there is more, the last
  * row's exact key and the unread count (notification_counters, kept by
  * triggers: one primary-key read), with PostgreSQL writing the items'
- * JSON (row_to_json) so Node neither maps 50 rows nor serialises them. On
- * this 2-core VM a database round trip costs ~0.4 ms of Node CPU and the
- * per-row mapping another ~0.6 ms per page; the two-query version managed
- * ~400 requests/s for a user with 10,000 notifications.
+ * JSON (row_to_json) so Node neither maps the rows nor serialises them: a
+ * round trip and the per-row mapping were most of this route's cost
+ * (tests/bench/RESULTS.md).
  */
 export async function listNotifications(
-  deps: { dbh: DbHandle; config: { JWT_SECRET: string } },
+  deps: { db: DbOrTx; config: { JWT_SECRET: string } },
   input: ListNotificationsInput,
 ): Promise<string> {
   const filters = [sql`user_id = ${input.userId}::uuid`];
@@ -160,13 +186,15 @@ export async function listNotifications(
   }
   // NULLS LAST matches the index's order (drizzle's .desc() index is DESC NULLS LAST),
   // so the planner reads the page straight off notifications_user_created_idx.
-  const [row] = await deps.dbh.rows<{
+  const [row] = await rows<{
     items: string | null;
     more: boolean;
     last_t: string | null;
     last_id: string | null;
     unread: number | string;
-  }>(sql`
+  }>(
+    deps.db,
+    sql`
     with page as materialized (
       select id, type, title, message, read, data, created_at from notifications
       where ${sql.join(filters, sql` and `)}
@@ -179,13 +207,13 @@ export async function listNotifications(
     )
     select
       (select string_agg(
-         row_to_json((select r from (select s.id, s.type, s.title, s.message, s.read, s.data,
-           to_char(s.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "createdAt") r))::text,
+         row_to_json((select r from (select ${ITEM_COLUMNS}) r))::text,
          ',' order by s.created_at desc, s.id desc) from shown s) as items,
       (select count(*) from page) > ${input.limit} as more,
       (select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') from last) as last_t,
       (select id::text from last) as last_id,
-      coalesce((select unread from notification_counters where user_id = ${input.userId}::uuid), 0) as unread`);
+      coalesce((select unread from notification_counters where user_id = ${input.userId}::uuid), 0) as unread`,
+  );
   const nextCursor =
     row.more && row.last_t && row.last_id
       ? encodeCursor(deps.config.JWT_SECRET, CURSOR_SCOPE, { t: row.last_t, i: row.last_id } satisfies CursorValue)
@@ -194,7 +222,7 @@ export async function listNotifications(
 }
 
 /** Marks one of the user's notifications read; someone else's id or a malformed one is 404. */
-export async function markNotificationRead(deps: { db: DbOrTx }, userId: string, id: string): Promise<NotificationJson> {
+export async function markNotificationRead(deps: { db: DbOrTx }, userId: string, id: string): Promise<Notification> {
   if (!UUID.test(id)) throw notFound('Notification');
   const [row] = await deps.db
     .update(notifications)

@@ -1,4 +1,4 @@
-import type { NotificationChannel } from '../../lib/notify-types.js';
+import type { NotificationChannel } from '../notifications/types.js';
 import { deliverPush } from './service.js';
 
 /** The push (Expo) channel of the notify path. */

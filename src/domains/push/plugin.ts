@@ -7,13 +7,14 @@ import {
   UnregisterDeviceBodySchema,
   UpdatePushPreferencesBodySchema,
 } from './schemas.js';
-import { checkPushReceipts, getPreferences, registerDevice, unregisterDevice, updatePreferences } from './service.js';
+import { getPreferences, registerDevice, unregisterDevice, updatePreferences } from './service.js';
 
-/** How often Expo receipts are checked (tickets are asked about ~15 min after sending). */
-export const RECEIPT_CHECK_MS = 5 * 60_000;
-
-/** Seed §4.6 with docs/decisions.md §6, under /api/v1/push. */
+/**
+ * Seed §4.6 with docs/decisions.md §6, under /api/v1/push. Expo receipts are
+ * checked by the push-receipts job (src/jobs/push-receipts.ts).
+ */
 export const pushRoutes: FastifyPluginAsyncZod = async (app) => {
+  const deps = { db: app.db, clock: app.clock };
   app.post(
     '/register',
     {
@@ -28,7 +29,7 @@ export const pushRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      await registerDevice(app, request.user.id, request.body.token, request.body.platform);
+      await registerDevice(deps, request.user.id, request.body.token, request.body.platform);
       return reply.code(201).send({ message: 'Device registered' });
     },
   );
@@ -47,7 +48,7 @@ export const pushRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const removed = await unregisterDevice(app, request.user.id, request.body.token);
+      const removed = await unregisterDevice(deps, request.user.id, request.body.token);
       return { message: removed ? 'Device unregistered' : 'Device not registered' };
     },
   );
@@ -63,7 +64,7 @@ export const pushRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: PushPreferencesSchema, ...problemResponses(401) },
       },
     },
-    async (request) => getPreferences(app, request.user.id),
+    async (request) => getPreferences(deps, request.user.id),
   );
 
   app.put(
@@ -79,24 +80,6 @@ export const pushRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: PushPreferencesSchema, ...problemResponses(400, 401) },
       },
     },
-    async (request) => updatePreferences(app, request.user.id, request.body),
+    async (request) => updatePreferences(deps, request.user.id, request.body),
   );
-
-  let timer: NodeJS.Timeout | undefined;
-  let checking: Promise<unknown> | undefined;
-  app.addHook('onReady', async () => {
-    timer = setInterval(() => {
-      if (checking) return;
-      checking = checkPushReceipts(app)
-        .catch((err) => app.log.warn({ err }, 'push receipt check failed'))
-        .finally(() => (checking = undefined));
-    }, RECEIPT_CHECK_MS);
-    timer.unref();
-  });
-  app.addHook('preClose', async () => {
-    if (timer) clearInterval(timer);
-  });
-  app.addHook('onClose', async () => {
-    await checking;
-  });
 };

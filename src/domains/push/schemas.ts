@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { NOTIFICATION_TYPES } from '../../lib/notify-types.js';
+import { NOTIFICATION_TYPES } from '../notifications/types.js';
 
 export const PushTokenSchema = z
   .string()

@@ -1,13 +1,13 @@
 import { and, asc, eq, inArray, lt, sql } from 'drizzle-orm';
 import { pushDevices, pushPreferences, pushTickets } from '../../../drizzle/index.js';
-import type { Config } from '../../config.js';
 import type { DbOrTx } from '../../db/index.js';
-import { NOTIFICATION_TYPES, type DeliveryDeps, type DeliveryOutcome, type StoredNotification } from '../../lib/notify-types.js';
+import type { Clock, ServiceDeps } from '../../lib/deps.js';
+import { NOTIFICATION_TYPES, type DeliveryOutcome, type StoredNotification } from '../notifications/types.js';
 import { chunk, EXPO_RECEIPT_BATCH, EXPO_SEND_BATCH, getExpoReceipts, sendExpoBatch, type ExpoMessage } from './expo.js';
 import type { PushPreferences, UpdatePushPreferences } from './schemas.js';
 
 /** Idempotent upsert by token; a token registered by another user moves to the caller. */
-export async function registerDevice(deps: { db: DbOrTx; clock: () => Date }, userId: string, token: string, platform: string) {
+export async function registerDevice(deps: { db: DbOrTx; clock: Clock }, userId: string, token: string, platform: string) {
   const now = deps.clock();
   await deps.db
     .insert(pushDevices)
@@ -39,7 +39,7 @@ export async function getPreferences(deps: { db: DbOrTx }, userId: string): Prom
  * two concurrent partial updates both keep their keys.
  */
 export async function updatePreferences(
-  deps: { db: DbOrTx; clock: () => Date },
+  deps: { db: DbOrTx; clock: Clock },
   userId: string,
   patch: UpdatePushPreferences,
 ): Promise<PushPreferences> {
@@ -71,7 +71,7 @@ async function removeDevices(db: DbOrTx, tokens: string[]) {
  * devices Expo reports as DeviceNotRegistered. Throws (→ outbox retry) when a
  * send request fails as a whole.
  */
-export async function deliverPush(deps: DeliveryDeps, n: StoredNotification): Promise<DeliveryOutcome> {
+export async function deliverPush(deps: ServiceDeps, n: StoredNotification): Promise<DeliveryOutcome> {
   const prefs = await getPreferences(deps, n.userId);
   if (!prefs.enabled || !prefs.types[n.type]) return 'skipped';
   const devices = await deps.db
@@ -122,7 +122,7 @@ export interface ReceiptCheckOptions {
  * harmless.
  */
 export async function checkPushReceipts(
-  deps: { db: DbOrTx; config: Config; log: DeliveryDeps['log']; clock: () => Date },
+  deps: Pick<ServiceDeps, 'config' | 'log' | 'clock'> & { db: DbOrTx },
   opts: ReceiptCheckOptions = {},
 ): Promise<{ checked: number; removedDevices: number }> {
   const now = deps.clock().getTime();

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { AuthUser } from '../../plugins/auth.js';
-import { NotificationSchema } from '../notifications/schemas.js';
+import { NotificationSchema } from '../notifications/types.js';
 
 /** Client → server `subscribe` / `unsubscribe` payload. Anything else is INVALID_CHANNEL. */
 export const ChannelRequestSchema = z.strictObject({ channel: z.string().min(1).max(200) });
