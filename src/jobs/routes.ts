@@ -47,6 +47,6 @@ export const jobRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: z.object({ jobs: z.array(JobOutcomeSchema) }), ...problemResponses(401) },
       },
     },
-    async () => ({ jobs: await lastRuns(app, app.jobs.names()) }),
+    async () => ({ jobs: await lastRuns(app.db, app.jobs.names()) }),
   );
 };

@@ -4,10 +4,10 @@ import type { Db } from '../db/index.js';
 import type { JobOutcome } from './types.js';
 
 /** The last run of each named job, as GET /internal/jobs answers it. */
-export async function lastRuns(app: { db: Db }, names: string[]): Promise<JobOutcome[]> {
+export async function lastRuns(db: Db, names: string[]): Promise<JobOutcome[]> {
   const out: JobOutcome[] = [];
   for (const name of names) {
-    const [r] = await app.db.select().from(jobRuns).where(eq(jobRuns.name, name)).orderBy(desc(jobRuns.startedAt)).limit(1);
+    const [r] = await db.select().from(jobRuns).where(eq(jobRuns.name, name)).orderBy(desc(jobRuns.startedAt)).limit(1);
     if (!r) continue;
     out.push({
       name: r.name,

@@ -71,5 +71,3 @@ export function normalizeCategory(raw: string | null | undefined): string {
 export function roundPrice(p: number): number {
   return Math.round(p * 1e6) / 1e6;
 }
-
-export { mapLimit } from '../lib/map-limit.js';

@@ -1,19 +1,11 @@
 import { inArray, sql } from 'drizzle-orm';
-import type { FastifyBaseLogger } from 'fastify';
 import { biggestWins, traderStats } from '../../../drizzle/index.js';
 import type { DbHandle } from '../../db/index.js';
-import { monitorChannel, type PublishFn } from '../realtime/channels.js';
-import { fetchTraderActivity, type DataApi } from '../../venues/polymarket/data-api.js';
+import { monitorChannel } from '../realtime/channels.js';
+import { fetchTraderActivity } from '../../venues/polymarket/data-api.js';
 import { computeFigures, selectBiggestWins, winningPositions, type TraderFigures, type WinRow } from './figures.js';
-import { mapLimit } from './pool.js';
-
-export interface EnrichDeps {
-  dbh: DbHandle;
-  log: FastifyBaseLogger;
-  publish: PublishFn;
-  clock: () => Date;
-  api: DataApi;
-}
+import { mapLimit } from '../../lib/map-limit.js';
+import type { LeaderboardDeps } from './sync.js';
 
 export interface EnrichOptions {
   /** Traders fetched at once (each is 3+ calls): the bound toward the venue. */
@@ -133,7 +125,7 @@ async function writeBatch(dbh: DbHandle, batch: Enriched[], now: Date): Promise<
  * written per batch, so a run that dies part-way keeps what it did and the
  * next run starts with the traders it did not reach.
  */
-export async function enrichLeaderboard(deps: EnrichDeps, opts: EnrichOptions = {}): Promise<{ items: number; failed: number }> {
+export async function enrichLeaderboard(deps: LeaderboardDeps, opts: EnrichOptions = {}): Promise<{ items: number; failed: number }> {
   const concurrency = opts.concurrency ?? 4;
   const batchSize = opts.batchSize ?? 50;
   const now = deps.clock();

@@ -12,9 +12,10 @@ import {
   type Period,
   type SnapshotRow,
 } from '../../venues/polymarket/data-map.js';
-import { mapLimit } from './pool.js';
+import { mapLimit } from '../../lib/map-limit.js';
 
-export interface SyncDeps {
+/** What the venue-facing leaderboard functions (sync, enrichment) need. */
+export interface LeaderboardDeps {
   dbh: DbHandle;
   log: FastifyBaseLogger;
   publish: PublishFn;
@@ -100,7 +101,7 @@ export async function pruneSnapshots(dbh: DbHandle): Promise<void> {
 }
 
 /** Fetches both orderings of one board from the venue and writes it; any failed page fails the board. */
-export async function syncBoard(deps: SyncDeps, category: Category, period: Period): Promise<BoardOutcome> {
+export async function syncBoard(deps: LeaderboardDeps, category: Category, period: Period): Promise<BoardOutcome> {
   try {
     const timePeriod = toVenuePeriod(period);
     const [byPnl, byVol] = await Promise.all([
@@ -125,7 +126,7 @@ export async function syncBoard(deps: SyncDeps, category: Category, period: Peri
  * failure (after switching the boards that succeeded) so job_runs shows it.
  */
 export async function syncLeaderboards(
-  deps: SyncDeps,
+  deps: LeaderboardDeps,
   opts: { concurrency?: number } = {},
 ): Promise<{ items: number; boards: BoardOutcome[] }> {
   const pairs = CATEGORIES.flatMap((category) => PERIODS.map((period) => ({ category, period })));

@@ -1,1 +1,0 @@
-export { mapLimit } from '../../lib/map-limit.js';
