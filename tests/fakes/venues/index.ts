@@ -43,16 +43,16 @@ export async function startFakeVenues(data: { gamma?: any[]; kalshi?: any[] } = 
     state: {
       events: data.gamma ?? [],
       generated: opts.generate?.polymarket ? generatePolymarket(opts.generate.polymarket) : undefined,
-    } as GammaState,
+    },
   });
   const kalshi = Object.assign(k, {
     state: {
       events: data.kalshi ?? [],
       generated: opts.generate?.kalshi ? generateKalshi(opts.generate.kalshi) : undefined,
-    } as KalshiState,
+    },
   });
   const clob = Object.assign(c, {
-    state: { priceOf: gammaPriceOf(() => gamma.state), bookOf: gammaBookOf(() => gamma.state) } as ClobState,
+    state: { priceOf: gammaPriceOf(() => gamma.state), bookOf: gammaBookOf(() => gamma.state) },
   });
   serveGamma(gamma, gamma.state);
   serveKalshi(kalshi, kalshi.state);
