@@ -31,8 +31,18 @@ const traders = Array.from({ length: 200 }, (_, i) => {
 });
 for (const category of ['OVERALL', 'POLITICS', 'SPORTS', 'CRYPTO']) {
   for (const period of ['DAY', 'WEEK', 'MONTH', 'ALL']) {
-    dataApi.setBoard(category, period, 'PNL', [...traders].sort((a, b) => b.pnl - a.pnl));
-    dataApi.setBoard(category, period, 'VOL', [...traders].sort((a, b) => b.vol - a.vol));
+    dataApi.setBoard(
+      category,
+      period,
+      'PNL',
+      [...traders].sort((a, b) => b.pnl - a.pnl),
+    );
+    dataApi.setBoard(
+      category,
+      period,
+      'VOL',
+      [...traders].sort((a, b) => b.vol - a.vol),
+    );
   }
 }
 
