@@ -179,6 +179,19 @@ describe('Kalshi catalogue', () => {
     expect(all.some((m) => m.yesPrice === null)).toBe(true);
   });
 
+  it('events repeated across pages are yielded once and counted', async () => {
+    venues.kalshi.state.overlap = 5;
+    try {
+      const pages = await collect(listKalshiEventPages(clients.kalshi, categories, { status: 'open' }));
+      const ids = pages.flatMap((p) => p.groups.map((g) => g.id));
+      expect(ids).toHaveLength(KS_EVENTS);
+      expect(new Set(ids).size).toBe(KS_EVENTS);
+      expect(pages.reduce((s, p) => s + p.duplicates, 0)).toBe(5 * (pages.length - 1));
+    } finally {
+      venues.kalshi.state.overlap = 0;
+    }
+  });
+
   it('an increment with min_updated_ts lists only events changed since the watermark', async () => {
     const gen = venues.kalshi.state.generated!;
     gen.touch(gen.tickerOf(3), NOW + 5);

@@ -15,7 +15,8 @@ import type { GeneratedKalshi } from './generate.js';
  *   `event_ticker`, `series_ticker`, `status` (`open` = `active`), `cursor`.
  * - `GET /series` (one un-paged answer; `category` filter) and `/series/{t}`.
  * - candlesticks: `start_ts`, `end_ts`, `period_interval` ∈ {1, 60, 1440} required.
- * Events come from `state.events` (raw wire rows) then `state.generated`.
+ * Events come from `state.events` (raw wire rows) then `state.generated`;
+ * `state.overlap = k` makes each page repeat the previous page's last k.
  * `/series` lists `state.series` when given, else one series per series
  * ticker of `state.events` (category taken from the event's deprecated
  * field, as a convenience for old fixtures), then the generated series.
@@ -27,6 +28,8 @@ export interface KalshiState {
   candles?: Record<string, any[]>;
   generated?: GeneratedKalshi;
   series?: any[];
+  /** Repeats the last k events of a page at the start of the next (a listing by a moving order does). */
+  overlap?: number;
 }
 
 const bad = (message: string) => ({ status: 400, body: { error: { code: 'bad_request', message } } });
@@ -76,8 +79,9 @@ function listEvents(state: KalshiState, req: FakeRequest) {
   const limit = intParam(q, 'limit', 200, 1, 200);
   if (limit === undefined) return bad('limit must be between 1 and 200');
   const cursor = q.get('cursor');
-  const start = cursor ? decode(cursor) : 0;
-  if (start === undefined) return bad('invalid cursor');
+  const at = cursor ? decode(cursor) : 0;
+  if (at === undefined) return bad('invalid cursor');
+  const start = cursor ? Math.max(0, at - (state.overlap ?? 0)) : at;
   const status = q.get('status');
   if (status && !['open', 'closed', 'settled', 'unopened'].includes(status)) return bad('invalid status');
   const minUpdatedRaw = q.get('min_updated_ts');
