@@ -5,6 +5,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * Telegram): a per-attempt timeout, retries with exponential backoff and
  * jitter on network errors, 429 and 5xx (honouring Retry-After), and typed
  * errors that never carry the response body into logs or API answers.
+ * Venue adapters add a shared rate limiter (awaited before every attempt)
+ * and a throttle-body check (docs/venues.md "What we call": the Data API may
+ * throttle with a 2xx whose JSON is an object with `error`).
  */
 export class UpstreamError extends Error {
   /**
@@ -19,6 +22,8 @@ export class UpstreamError extends Error {
     url: string,
     /** The upstream's parsed JSON body on HTTP errors, for adapters that read error codes. */
     public readonly body?: unknown,
+    /** True when the upstream throttled us (429, or a 2xx throttle body), after all attempts. */
+    public readonly throttled = false,
   ) {
     super(message);
     this.name = 'UpstreamError';
@@ -47,6 +52,18 @@ export interface RequestOptions {
   /** Statuses that are retried besides 429 and 5xx. */
   retryOn?: number[];
   fetchImpl?: typeof fetch;
+  /** Awaited before every attempt, retries included: the shared budget of one venue API. */
+  limiter?: RateLimiter;
+  /**
+   * Recognises a throttle sent as a successful answer (the Data API's HTTP 200
+   * `{"error":"Too Many Requests"}`): such a body is retried like a 429, never returned.
+   */
+  isThrottleBody?: (body: unknown) => boolean;
+}
+
+/** Grants permission for one request; resolves when the caller may send it. */
+export interface RateLimiter {
+  acquire(): Promise<void>;
 }
 
 const DEFAULTS = { timeoutMs: 10_000, attempts: 3, backoffMs: 300, maxBackoffMs: 5_000 };
@@ -72,26 +89,37 @@ export async function requestJson<T = unknown>(url: string, opts: RequestOptions
   let lastError: UpstreamError | undefined;
   for (let attempt = 1; attempt <= o.attempts; attempt++) {
     let wait: number | undefined;
+    if (o.limiter) await o.limiter.acquire();
     try {
       const res = await doFetch(url, { method: o.method ?? 'GET', headers, body, signal: AbortSignal.timeout(o.timeoutMs) });
       const text = await res.text();
       if (res.ok) {
+        let parsed: unknown;
         try {
-          return (text.length ? JSON.parse(text) : null) as T;
+          parsed = text.length ? JSON.parse(text) : null;
         } catch {
           throw new UpstreamError(`${hostOf(url)} answered ${res.status} with a body that is not JSON`, res.status, url);
         }
+        if (!o.isThrottleBody?.(parsed)) return parsed as T;
+        lastError = new UpstreamError(
+          `${hostOf(url)} throttled the request (${res.status} with an error body)`,
+          res.status,
+          url,
+          parsed,
+          true,
+        );
+      } else {
+        let parsed: unknown;
+        try {
+          parsed = text.length ? JSON.parse(text) : undefined;
+        } catch {
+          parsed = undefined;
+        }
+        lastError = new UpstreamError(`${hostOf(url)} answered ${res.status}`, res.status, url, parsed, res.status === 429);
+        const retryable = res.status === 429 || res.status >= 500 || (o.retryOn ?? []).includes(res.status);
+        if (!retryable) throw lastError;
+        wait = retryAfterMs(res.headers.get('retry-after'));
       }
-      let parsed: unknown;
-      try {
-        parsed = text.length ? JSON.parse(text) : undefined;
-      } catch {
-        parsed = undefined;
-      }
-      lastError = new UpstreamError(`${hostOf(url)} answered ${res.status}`, res.status, url, parsed);
-      const retryable = res.status === 429 || res.status >= 500 || (o.retryOn ?? []).includes(res.status);
-      if (!retryable) throw lastError;
-      wait = retryAfterMs(res.headers.get('retry-after'));
     } catch (err) {
       if (err instanceof UpstreamError) {
         if (err !== lastError || !isRetryable(err, o.retryOn)) throw err;
@@ -113,7 +141,7 @@ export async function requestJson<T = unknown>(url: string, opts: RequestOptions
 }
 
 function isRetryable(err: UpstreamError, extra: number[] = []): boolean {
-  return err.status === undefined || err.status === 429 || err.status >= 500 || extra.includes(err.status);
+  return err.throttled || err.status === undefined || err.status === 429 || err.status >= 500 || extra.includes(err.status);
 }
 
 function hostOf(url: string): string {

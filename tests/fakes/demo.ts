@@ -1,19 +1,50 @@
+import { createHash } from 'node:crypto';
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createDb } from '../../src/db/index.js';
 import { runMigrations } from '../../src/db/migrate.js';
 import { loadSampleData, startFakeVenues } from './venues/index.js';
+import { startFakeDataApi } from './venues/polymarket-data.js';
 
 /**
  * `npm run demo`: the service on local fake venues serving the bundled
  * sample data, so it shows populated events with no network access. Prices
- * drift every 20 s so price-sync has something to publish. Uses an in-memory
- * PGlite unless DATABASE_URL is set. Other venue fakes (e.g. the Polymarket
- * Data API for the leaderboard) plug in next to startFakeVenues().
+ * drift every 20 s so price-sync has something to publish (the book fields
+ * the CLOB fake answers from move with them). The leaderboard comes from a
+ * fake Data API with generated boards, so nothing reaches the network. Uses
+ * an in-memory PGlite unless DATABASE_URL is set.
  */
 const sample = loadSampleData();
 const venues = await startFakeVenues(sample);
+const dataApi = await startFakeDataApi();
+// 200 generated traders per board: addresses and figures from a fixed hash, ranked by the ordering.
+const traders = Array.from({ length: 200 }, (_, i) => {
+  const h = createHash('sha256').update(`demo-trader-${i}`).digest();
+  return {
+    proxyWallet: `0x${h.subarray(0, 20).toString('hex')}`,
+    userName: i % 3 === 0 ? '' : `trader${i}`,
+    pnl: Math.round((h.readUInt32BE(20) / 2 ** 32 - 0.2) * 500_000),
+    vol: Math.round((h.readUInt32BE(24) / 2 ** 32) * 5_000_000),
+    verifiedBadge: i % 17 === 0,
+  };
+});
+for (const category of ['OVERALL', 'POLITICS', 'SPORTS', 'CRYPTO']) {
+  for (const period of ['DAY', 'WEEK', 'MONTH', 'ALL']) {
+    dataApi.setBoard(
+      category,
+      period,
+      'PNL',
+      [...traders].sort((a, b) => b.pnl - a.pnl),
+    );
+    dataApi.setBoard(
+      category,
+      period,
+      'VOL',
+      [...traders].sort((a, b) => b.vol - a.vol),
+    );
+  }
+}
 
 let tick = 0;
 const drift = setInterval(() => {
@@ -23,6 +54,9 @@ const drift = setInterval(() => {
       const prices = JSON.parse(m.outcomePrices).map(Number);
       const yes = Math.min(0.99, Math.max(0.01, prices[0] + Math.sin(tick + Number(m.id)) * 0.01));
       m.outcomePrices = JSON.stringify([yes.toFixed(3), (1 - yes).toFixed(3)]);
+      if (m.closed !== true && typeof m.bestBid === 'number') {
+        Object.assign(m, { bestBid: Math.max(0.001, yes - 0.005), bestAsk: Math.min(0.999, yes + 0.005), lastTradePrice: yes });
+      }
     }
   }
   for (const e of venues.kalshi.state.events) {
@@ -40,6 +74,7 @@ const config = loadConfig({
   DATABASE_URL: process.env.DATABASE_URL ?? 'pglite:memory',
   JOBS: 'on',
   ...venues.env,
+  POLYMARKET_DATA_API_URL: dataApi.url,
 });
 // Opened (and migrated) here rather than inside the app: an embedded database can take
 // longer than Fastify's plugin start timeout on a busy machine.
@@ -51,9 +86,10 @@ closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT_MS }, async () => {
   await app.close();
   await db.close();
   await venues.close();
+  await dataApi.close();
 });
 await app.listen({ port: config.PORT, host: config.HOST });
 app.log.info(
-  { gamma: venues.gamma.url, kalshi: venues.kalshi.url, clob: venues.clob.url },
+  { gamma: venues.gamma.url, kalshi: venues.kalshi.url, clob: venues.clob.url, data: dataApi.url },
   `demo: fake venues up; try http://${config.HOST}:${config.PORT}/api/v1/events`,
 );

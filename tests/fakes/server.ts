@@ -4,8 +4,10 @@ import type { AddressInfo } from 'node:net';
 /**
  * A loopback HTTP server for fakes of external services. Routes are matched
  * on method and pathname (`:param` segments allowed); every request is
- * recorded; `failNext(n, status)` makes the next n requests fail to exercise
- * retries and outages.
+ * recorded with its arrival time (so tests can check request budgets);
+ * `failNext(n, status)` makes the next n requests fail to exercise retries
+ * and outages; `intercept(fn)` lets a fake answer before its routes (rate
+ * limits, throttles).
  */
 export interface FakeRequest {
   method: string;
@@ -15,6 +17,8 @@ export interface FakeRequest {
   body: unknown;
   rawBody: string;
   params: Record<string, string>;
+  /** Arrival time, `performance.now()` milliseconds. */
+  at: number;
 }
 
 export type FakeHandler = (
@@ -23,10 +27,14 @@ export type FakeHandler = (
   | { status?: number; body?: unknown; headers?: Record<string, string>; raw?: string }
   | Promise<{ status?: number; body?: unknown; headers?: Record<string, string>; raw?: string }>;
 
+export type FakeAnswer = { status?: number; body?: unknown; headers?: Record<string, string>; raw?: string };
+
 export interface FakeServer {
   url: string;
   requests: FakeRequest[];
   on(method: string, path: string, handler: FakeHandler): void;
+  /** Runs before the routes (after outages and scripted failures); an answer ends the request there. */
+  intercept(fn: ((req: FakeRequest) => FakeAnswer | undefined | Promise<FakeAnswer | undefined>) | undefined): void;
   failNext(count: number, status?: number, body?: unknown): void;
   /** Every request answers `status` until cleared with down(false). */
   down(on: boolean, status?: number): void;
@@ -39,6 +47,7 @@ export async function startFakeServer(): Promise<FakeServer> {
   const requests: FakeRequest[] = [];
   let failures: Array<{ status: number; body: unknown }> = [];
   let outage: number | undefined;
+  let interceptor: ((req: FakeRequest) => FakeAnswer | undefined | Promise<FakeAnswer | undefined>) | undefined;
 
   const match = (parts: string[], path: string): Record<string, string> | undefined => {
     const segs = path.split('/');
@@ -52,6 +61,7 @@ export async function startFakeServer(): Promise<FakeServer> {
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const at = performance.now();
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const rawBody = Buffer.concat(chunks).toString('utf8');
@@ -70,6 +80,7 @@ export async function startFakeServer(): Promise<FakeServer> {
       body,
       rawBody,
       params: {},
+      at,
     };
     requests.push(rec);
     const send = (status: number, payload: unknown, headers: Record<string, string> = {}, raw?: string) => {
@@ -79,6 +90,10 @@ export async function startFakeServer(): Promise<FakeServer> {
     if (outage !== undefined) return send(outage, { error: 'unavailable' });
     const f = failures.shift();
     if (f) return send(f.status, f.body);
+    if (interceptor) {
+      const out = await interceptor(rec);
+      if (out) return send(out.status ?? 200, out.body, out.headers, out.raw);
+    }
     for (const r of routes) {
       if (r.method !== rec.method) continue;
       const params = match(r.parts, rec.path);
@@ -104,6 +119,9 @@ export async function startFakeServer(): Promise<FakeServer> {
     requests,
     on(method, path, handler) {
       routes.unshift({ method: method.toUpperCase(), parts: path.split('/'), handler });
+    },
+    intercept(fn) {
+      interceptor = fn;
     },
     failNext(count, status = 500, body = { error: 'internal error' }) {
       for (let i = 0; i < count; i++) failures.push({ status, body });

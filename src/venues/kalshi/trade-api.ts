@@ -1,12 +1,24 @@
 import { buildUrl, requestJson, UpstreamError, type RequestOptions } from '../../lib/http.js';
-import type { Listing, VenueGroup } from '../groups.js';
+import type { Category, CatalogueGroup, CataloguePage } from '../catalogue.js';
+import type { Listing, MarketStatus, VenueGroup } from '../groups.js';
+import {
+  KalshiEventEnvelopeSchema,
+  KalshiEventsEnvelopeSchema,
+  KalshiMarketsEnvelopeSchema,
+  mapKalshiCatalogueEvent,
+  mapKalshiCatalogueMarket,
+  mapKalshiSeriesList,
+  parseKalshiMarket,
+} from './events-map.js';
 import { KalshiEventsPageSchema, mapKalshiCandles, mapKalshiEvent } from './map.js';
 
 /**
- * Kalshi Trade API v2, exactly the calls of docs/venues.md "What we call":
+ * Kalshi Trade API v2, the calls of docs/venues.md "What we call":
  * GET /events?status=open&with_nested_markets=true&limit=200&cursor=C until
- * cursor is "", and GET /series/{series}/markets/{ticker}/candlesticks for
- * the chart backfill. Market data needs no authentication.
+ * cursor is "", GET /series/{series}/markets/{ticker}/candlesticks for the
+ * chart backfill, and (below, for the catalogue rewrite) the page-at-a-time
+ * listing with `min_updated_ts`, GET /events/{ticker}, GET /series and
+ * GET /markets?tickers=. Market data needs no authentication.
  */
 export const KALSHI_PAGE = 200;
 const MAX_PAGES = 500;
@@ -57,4 +69,179 @@ export async function getKalshiCandles(
     { start_ts: Math.floor(from.getTime() / 1000), end_ts: Math.floor(to.getTime() / 1000), period_interval: 60 },
   );
   return mapKalshiCandles(await requestJson<unknown>(url, opts.http));
+}
+
+// ------------------------------------------------- catalogue, series, batch prices
+
+/** 1,000 pages of 200: far above today's ≈ 60; a pass that reaches it ends unfinished. */
+const CATALOGUE_MAX_PAGES = 1000;
+/** docs/venues.md §5e: `GET /markets?tickers=` in batches of 100, with `limit` set to the batch. */
+export const KALSHI_TICKERS_PER_CALL = 100;
+
+export interface KalshiEventsOptions {
+  /** `status=open` for the full reconcile; omit for the increment. */
+  status?: 'open' | 'closed' | 'settled';
+  /** Events whose metadata changed after this instant (the increment's watermark). */
+  minUpdated?: Date;
+  /** Resume after this cursor. */
+  cursor?: string;
+  maxPages?: number;
+}
+
+export interface KalshiEventsPage extends CataloguePage {
+  /** Every group id the page named (well-formed, duplicate or malformed with an id). */
+  ids: string[];
+  /** Cursor of the next page; undefined on the last one (`""` on the wire). */
+  nextCursor: string | undefined;
+  /** True on the page that ended the listing. */
+  final: boolean;
+}
+
+/**
+ * docs/venues.md "What we call": `GET /events?[status=open|min_updated_ts=W]&with_nested_markets=true&limit=200[&cursor=C]`
+ * until `cursor` is `""`, one mapped page at a time. `categories` is the
+ * series map of getKalshiSeriesCategories. Events already yielded in this
+ * pass are left out and counted in `duplicates`.
+ */
+export async function* listKalshiEventPages(
+  client: KalshiOptions,
+  categories: ReadonlyMap<string, Category>,
+  opts: KalshiEventsOptions = {},
+): AsyncGenerator<KalshiEventsPage> {
+  const seen = new Set<string>();
+  const cursors = new Set<string>();
+  let cursor = opts.cursor;
+  const maxPages = opts.maxPages ?? CATALOGUE_MAX_PAGES;
+  for (let page = 0; page < maxPages; page++) {
+    const url = buildUrl(client.baseUrl, '/events', {
+      status: opts.status,
+      min_updated_ts: opts.minUpdated ? Math.floor(opts.minUpdated.getTime() / 1000) : undefined,
+      with_nested_markets: true,
+      limit: KALSHI_PAGE,
+      cursor,
+    });
+    const env = KalshiEventsEnvelopeSchema.safeParse(await requestJson<unknown>(url, client.http));
+    if (!env.success) throw new UpstreamError('Kalshi /events did not answer { events, cursor }', 200, url);
+    const next = env.data.cursor ? env.data.cursor : undefined;
+    const out: KalshiEventsPage = {
+      groups: [],
+      skipped: 0,
+      malformedGroupIds: [],
+      duplicates: 0,
+      received: env.data.events.length,
+      ids: [],
+      nextCursor: next,
+      final: next === undefined,
+    };
+    for (const raw of env.data.events) {
+      const r = mapKalshiCatalogueEvent(raw, categories);
+      out.skipped += r.skipped;
+      const id = r.value?.id ?? r.malformedId;
+      if (id !== undefined) out.ids.push(id);
+      if (!r.value) {
+        if (r.malformedId) out.malformedGroupIds.push(r.malformedId);
+        continue;
+      }
+      if (seen.has(r.value.id)) {
+        out.duplicates++;
+        continue;
+      }
+      seen.add(r.value.id);
+      out.groups.push(r.value);
+    }
+    if (next !== undefined) {
+      // A cursor we already followed would loop forever: treat it as a broken listing.
+      if (cursors.has(next)) throw new UpstreamError('Kalshi /events repeated a cursor', 200, url);
+      cursors.add(next);
+    }
+    yield out;
+    if (out.final) return;
+    cursor = next;
+  }
+}
+
+/**
+ * `GET /events/{event_ticker}?with_nested_markets=true` mapped as the
+ * catalogue maps it (a group that left the listing: closed or resolved?).
+ * `undefined` on 404, `null` when the row is malformed.
+ */
+export async function getKalshiCatalogueEvent(
+  client: KalshiOptions,
+  eventTicker: string,
+  categories: ReadonlyMap<string, Category>,
+): Promise<CatalogueGroup | null | undefined> {
+  const url = buildUrl(client.baseUrl, `/events/${encodeURIComponent(eventTicker)}`, { with_nested_markets: true });
+  let body: unknown;
+  try {
+    body = await requestJson<unknown>(url, client.http);
+  } catch (err) {
+    if (err instanceof UpstreamError && err.status === 404) return undefined;
+    throw err;
+  }
+  const env = KalshiEventEnvelopeSchema.safeParse(body);
+  if (!env.success || env.data.event === null || typeof env.data.event !== 'object') return null;
+  const event = env.data.event as { markets?: unknown };
+  // `event.markets` is the current place; the deprecated top-level `markets` is the fallback.
+  const withMarkets = Array.isArray(event.markets) ? event : { ...event, markets: env.data.markets ?? [] };
+  return mapKalshiCatalogueEvent(withMarkets, categories).value ?? null;
+}
+
+/** docs/venues.md §5d: `GET /series`, one un-paged answer → series ticker → our category. */
+export async function getKalshiSeriesCategories(client: KalshiOptions): Promise<{ categories: Map<string, Category>; skipped: number }> {
+  const url = buildUrl(client.baseUrl, '/series');
+  try {
+    return mapKalshiSeriesList(await requestJson<unknown>(url, client.http));
+  } catch (err) {
+    if (err instanceof UpstreamError) throw err;
+    throw new UpstreamError('Kalshi /series did not answer { series: [...] }', 200, url);
+  }
+}
+
+/** A tracked Kalshi market's fresh figures (docs/venues.md "Prices"). */
+export interface KalshiQuote {
+  /** `ks-<ticker>`. */
+  marketId: string;
+  ticker: string;
+  yesPrice: number | null;
+  volume: number;
+  volume24h: number;
+  status: MarketStatus;
+}
+
+/**
+ * docs/venues.md "What we call", prices of tracked markets:
+ * `GET /markets?tickers=T1,…,Tn&limit=n`, n ≤ 100 (without `limit` the venue
+ * truncates at its default of 100). Tickers the venue did not return are
+ * listed in `missing`; malformed rows are skipped and counted.
+ */
+export async function getKalshiMarketsByTickers(
+  client: KalshiOptions,
+  tickers: string[],
+): Promise<{ quotes: Map<string, KalshiQuote>; missing: string[]; skipped: number }> {
+  const unique = [...new Set(tickers)];
+  const quotes = new Map<string, KalshiQuote>();
+  let skipped = 0;
+  for (let i = 0; i < unique.length; i += KALSHI_TICKERS_PER_CALL) {
+    const batch = unique.slice(i, i + KALSHI_TICKERS_PER_CALL);
+    const url = buildUrl(client.baseUrl, '/markets', { tickers: batch.join(','), limit: batch.length });
+    const env = KalshiMarketsEnvelopeSchema.safeParse(await requestJson<unknown>(url, client.http));
+    if (!env.success) throw new UpstreamError('Kalshi /markets did not answer { markets, cursor }', 200, url);
+    for (const raw of env.data.markets) {
+      const m = parseKalshiMarket(raw);
+      if (!m) {
+        skipped++;
+        continue;
+      }
+      const mapped = mapKalshiCatalogueMarket(m, 1, '');
+      quotes.set(m.ticker, {
+        marketId: mapped.id,
+        ticker: m.ticker,
+        yesPrice: mapped.yesPrice,
+        volume: mapped.volume,
+        volume24h: mapped.volume24h,
+        status: mapped.status,
+      });
+    }
+  }
+  return { quotes, missing: unique.filter((t) => !quotes.has(t)), skipped };
 }

@@ -1,14 +1,96 @@
-import { buildUrl, requestJson, type RequestOptions } from '../../lib/http.js';
+import { buildUrl, requestJson, UpstreamError, type RequestOptions } from '../../lib/http.js';
+import { clobDisplayPrice, needsLastTrade, parseLastTrades, parseTokenDecimals, type ClobQuote, type TokenValues } from './clob-map.js';
 import { mapClobHistory } from './map.js';
 
 /**
- * Polymarket CLOB, one call (docs/venues.md "What we call", chart backfill):
- * GET /prices-history?market=<yes token id>&interval=max&fidelity=60 → hourly points.
+ * Polymarket CLOB (docs/venues.md "What we call", §4a, §4b): the chart
+ * backfill `GET /prices-history?market=<token>&interval=max&fidelity=60`
+ * (≈ 31 days; `[]` for resolved markets) and the batch price reads
+ * `POST /midpoints`, `POST /spreads`, `POST /last-trades-prices`, at most
+ * 500 tokens per request (501 → 400 "Payload exceeds the limit").
  */
+interface ClobOptions {
+  baseUrl: string;
+  http?: RequestOptions;
+}
+
 export async function getClobPriceHistory(
-  opts: { baseUrl: string; http?: RequestOptions },
+  opts: ClobOptions,
   yesTokenId: string,
 ): Promise<{ points: Array<{ ts: Date; price: number }>; skipped: number }> {
   const url = buildUrl(opts.baseUrl, '/prices-history', { market: yesTokenId, interval: 'max', fidelity: 60 });
   return mapClobHistory(await requestJson<unknown>(url, opts.http));
+}
+
+/** docs/venues.md §4b: the venue's cap per batch request. */
+export const CLOB_BATCH_LIMIT = 500;
+
+async function postTokens(
+  client: ClobOptions,
+  path: '/midpoints' | '/spreads' | '/last-trades-prices',
+  tokenIds: string[],
+  parse: (body: unknown) => TokenValues,
+): Promise<TokenValues> {
+  const unique = [...new Set(tokenIds)];
+  const values = new Map<string, number>();
+  let skipped = 0;
+  for (let i = 0; i < unique.length; i += CLOB_BATCH_LIMIT) {
+    const batch = unique.slice(i, i + CLOB_BATCH_LIMIT);
+    const url = buildUrl(client.baseUrl, path);
+    const body = await requestJson<unknown>(url, { ...client.http, method: 'POST', json: batch.map((token_id) => ({ token_id })) });
+    let page: TokenValues;
+    try {
+      page = parse(body);
+    } catch {
+      throw new UpstreamError(`CLOB ${path} answered an unexpected shape`, 200, url);
+    }
+    skipped += page.skipped;
+    // Only what was asked: a token the venue adds on its own is not ours to store.
+    const asked = new Set(batch);
+    for (const [k, v] of page.values) if (asked.has(k)) values.set(k, v);
+  }
+  return { values, skipped };
+}
+
+/** `POST /midpoints`: token → midpoint; resolved and book-less tokens are absent. */
+export function getClobMidpoints(client: ClobOptions, tokenIds: string[]): Promise<TokenValues> {
+  return postTokens(client, '/midpoints', tokenIds, parseTokenDecimals);
+}
+
+/** `POST /spreads`: token → best ask − best bid. */
+export function getClobSpreads(client: ClobOptions, tokenIds: string[]): Promise<TokenValues> {
+  return postTokens(client, '/spreads', tokenIds, parseTokenDecimals);
+}
+
+/** `POST /last-trades-prices`: token → last trade price; never-traded tokens are absent. */
+export function getClobLastTradePrices(client: ClobOptions, tokenIds: string[]): Promise<TokenValues> {
+  return postTokens(client, '/last-trades-prices', tokenIds, parseLastTrades);
+}
+
+/**
+ * docs/venues.md "Prices", Polymarket tracked: midpoints and spreads of every
+ * token; the last trade of tokens whose spread is wider than 0.10 or that are
+ * absent from `/midpoints`. Each quote's `price` follows the one rule; a
+ * token with no `price` has neither a usable midpoint nor a trade (the caller
+ * keeps its last known price, or null if it never had one).
+ */
+export async function readClobPrices(
+  client: ClobOptions,
+  tokenIds: string[],
+): Promise<{ quotes: Map<string, ClobQuote>; skipped: number }> {
+  const unique = [...new Set(tokenIds)];
+  const mids = await getClobMidpoints(client, unique);
+  const spreads = await getClobSpreads(
+    client,
+    unique.filter((t) => mids.values.has(t)),
+  );
+  const quotes = new Map<string, ClobQuote>();
+  for (const t of unique) quotes.set(t, { midpoint: mids.values.get(t), spread: spreads.values.get(t) });
+  const wide = unique.filter((t) => needsLastTrade(quotes.get(t)!));
+  const lasts = wide.length > 0 ? await getClobLastTradePrices(client, wide) : { values: new Map<string, number>(), skipped: 0 };
+  for (const [t, q] of quotes) {
+    q.lastTrade = lasts.values.get(t);
+    q.price = clobDisplayPrice(q);
+  }
+  return { quotes, skipped: mids.skipped + spreads.skipped + lasts.skipped };
 }

@@ -89,3 +89,62 @@ export async function fetchTraderActivity(api: DataApi, user: string, maxClosedP
   };
 }
 export type TraderActivity = Awaited<ReturnType<typeof fetchTraderActivity>>;
+
+/** docs/venues.md "What we call": at most 20 pages of closed positions per trader. */
+export const CLOSED_MAX_PAGES = 20;
+
+export interface ClosedPositionsRead extends Parsed<ClosedPositionRow> {
+  /**
+   * True when every closed position since `since` was read (the venue ran out
+   * of rows, or a row older than `since` was reached); false when the page
+   * cap stopped the read first.
+   */
+  complete: boolean;
+}
+
+/**
+ * docs/venues.md §2b: `GET /closed-positions?user=A&sortBy=TIMESTAMP&sortDirection=DESC&limit=50&offset=N`,
+ * newest first, until a short page, a row closed before `since`, or
+ * `maxPages`. The venue's default order (`REALIZEDPNL DESC`) would keep only
+ * the biggest wins under a page cap. Rows closed before `since` are dropped.
+ */
+export async function fetchClosedPositionsNewestFirst(
+  api: DataApi,
+  user: string,
+  opts: { since?: Date; maxPages?: number } = {},
+): Promise<ClosedPositionsRead> {
+  const sinceSec = opts.since ? Math.floor(opts.since.getTime() / 1000) : undefined;
+  const maxPages = opts.maxPages ?? CLOSED_MAX_PAGES;
+  const rows: ClosedPositionRow[] = [];
+  let skipped = 0;
+  for (let p = 0; p < maxPages; p++) {
+    const page = await getRows(
+      api,
+      '/closed-positions',
+      { user, sortBy: 'TIMESTAMP', sortDirection: 'DESC', limit: CLOSED_PAGE, offset: p * CLOSED_PAGE },
+      ClosedPositionRowSchema,
+    );
+    skipped += page.skipped;
+    let reachedSince = false;
+    for (const r of page.rows) {
+      if (sinceSec !== undefined && r.timestamp < sinceSec) reachedSince = true;
+      else rows.push(r);
+    }
+    if (reachedSince || page.rows.length + page.skipped < CLOSED_PAGE) return { rows, skipped, complete: true };
+  }
+  return { rows, skipped, complete: false };
+}
+
+/** Everything the figures of one trader are computed from, closed positions newest first back to `since` (docs/decisions.md §11.6). */
+export async function fetchTraderActivitySince(api: DataApi, user: string, opts: { since?: Date; maxClosedPages?: number } = {}) {
+  const positions = await fetchPositions(api, user);
+  const closed = await fetchClosedPositionsNewestFirst(api, user, { since: opts.since, maxPages: opts.maxClosedPages });
+  const trades = await fetchTrades(api, user);
+  return {
+    positions: positions.rows,
+    closed: closed.rows,
+    closedComplete: closed.complete,
+    trades: trades.rows,
+    skipped: positions.skipped + closed.skipped + trades.skipped,
+  };
+}

@@ -1,11 +1,15 @@
 import { buildUrl, requestJson, UpstreamError, type RequestOptions } from '../../lib/http.js';
 import type { Listing, VenueGroup } from '../groups.js';
+import { z } from 'zod';
+import type { CatalogueGroup, CataloguePage } from '../catalogue.js';
+import { mapGammaCatalogueEvent } from './gamma-map.js';
 import { mapGammaEvent } from './map.js';
 
 /**
- * Polymarket Gamma API, exactly the calls of docs/venues.md "What we call":
- * GET /events?active=true&closed=false&order=volume24hr&ascending=false&limit=100&offset=N
- * until a short page, and GET /events/{id} for a known open group that left the list.
+ * Polymarket Gamma API. The offset listing below (GET /events?…&offset=N)
+ * is what the current ingestion still calls; it cannot list more than 2,100
+ * events (docs/venues.md §3: 422 past offset 2000) and gives way to the
+ * keyset listing further down, which is what "What we call" prescribes.
  */
 export const GAMMA_PAGE = 100;
 /** Third-party tools cap Gamma's offset at 10,000; stop there rather than loop forever. */
@@ -52,6 +56,117 @@ export async function getGammaEvent(opts: GammaOptions, eventId: string): Promis
   try {
     const body = await requestJson<unknown>(url, opts.http);
     return mapGammaEvent(body).value ?? null;
+  } catch (err) {
+    if (err instanceof UpstreamError && err.status === 404) return undefined;
+    throw err;
+  }
+}
+
+// ------------------------------------------------------------- keyset listing
+
+/**
+ * docs/venues.md "What we call" and §3: the catalogue is listed with
+ * `GET /events/keyset?closed=false&order=id&ascending=false&limit=100[&after_cursor=C]`
+ * (the offset listing above answers 422 past offset 2000 and is sunset).
+ * `next_cursor` is present only on a full page, so the last page may be
+ * empty; passing `cursor=` instead of `after_cursor=` would return page 1
+ * forever, hence the repeated-cursor guard.
+ */
+export const GAMMA_KEYSET_LIMIT = 100;
+/** 100,000 events at 100 a page: far above today's ≈ 22,000; a pass that reaches it ends unfinished. */
+const KEYSET_MAX_PAGES = 1000;
+
+export const GammaKeysetEnvelopeSchema = z.object({ events: z.array(z.unknown()), next_cursor: z.string().min(1).nullish() });
+
+export interface GammaKeysetOptions {
+  /** Resume after this cursor (a previous page's `nextCursor`). */
+  afterCursor?: string;
+  /** `order` field (camelCase): `id` (default) lists newest first with `ascending=false`. */
+  order?: string;
+  ascending?: boolean;
+  /** `closed=false` (default) lists open events. */
+  closed?: boolean;
+  maxPages?: number;
+}
+
+export interface GammaKeysetPage extends CataloguePage {
+  /** Every group id the page named (well-formed, duplicate or malformed with an id): the "only known ids" stop test. */
+  ids: string[];
+  /** Cursor of the next page; undefined on the last one. */
+  nextCursor: string | undefined;
+  /** True on the page that ended the listing; a pass whose last page is not final was cut short (page cap). */
+  final: boolean;
+}
+
+/**
+ * Yields the keyset listing one mapped page at a time, so memory does not
+ * grow with the catalogue. Events already yielded in this pass are left out
+ * (and counted in `duplicates`), so a page never holds an id twice and no
+ * id is written twice in one pass.
+ */
+export async function* listGammaEventsKeyset(client: GammaOptions, opts: GammaKeysetOptions = {}): AsyncGenerator<GammaKeysetPage> {
+  const seen = new Set<string>();
+  const cursors = new Set<string>();
+  let cursor = opts.afterCursor;
+  const maxPages = opts.maxPages ?? KEYSET_MAX_PAGES;
+  for (let page = 0; page < maxPages; page++) {
+    const url = buildUrl(client.baseUrl, '/events/keyset', {
+      closed: opts.closed ?? false,
+      order: opts.order ?? 'id',
+      ascending: opts.ascending ?? false,
+      limit: GAMMA_KEYSET_LIMIT,
+      after_cursor: cursor,
+    });
+    const body = await requestJson<unknown>(url, client.http);
+    const env = GammaKeysetEnvelopeSchema.safeParse(body);
+    // The envelope itself being wrong is an outage, not a bad row: fail the pass.
+    if (!env.success) throw new UpstreamError('Gamma /events/keyset did not answer { events, next_cursor }', 200, url);
+    const out: GammaKeysetPage = {
+      groups: [],
+      skipped: 0,
+      malformedGroupIds: [],
+      duplicates: 0,
+      received: env.data.events.length,
+      ids: [],
+      nextCursor: env.data.next_cursor ?? undefined,
+      final: false,
+    };
+    for (const raw of env.data.events) {
+      const r = mapGammaCatalogueEvent(raw);
+      out.skipped += r.skipped;
+      const id = r.value?.id ?? r.malformedId;
+      if (id !== undefined) out.ids.push(id);
+      if (!r.value) {
+        if (r.malformedId) out.malformedGroupIds.push(r.malformedId);
+        continue;
+      }
+      if (seen.has(r.value.id)) {
+        out.duplicates++;
+        continue;
+      }
+      seen.add(r.value.id);
+      out.groups.push(r.value);
+    }
+    out.final = out.nextCursor === undefined;
+    if (out.nextCursor !== undefined) {
+      if (cursors.has(out.nextCursor)) throw new UpstreamError('Gamma /events/keyset repeated a cursor', 200, url);
+      cursors.add(out.nextCursor);
+    }
+    yield out;
+    if (out.final) return;
+    cursor = out.nextCursor;
+  }
+}
+
+/**
+ * `GET /events/{id}` mapped as the catalogue maps it: a group that left the
+ * listing is re-read to learn whether it closed or resolved. `undefined` on
+ * 404 (gone), `null` when the row is malformed (leave ours as it is).
+ */
+export async function getGammaCatalogueEvent(client: GammaOptions, eventId: string): Promise<CatalogueGroup | null | undefined> {
+  const url = buildUrl(client.baseUrl, `/events/${encodeURIComponent(eventId)}`);
+  try {
+    return mapGammaCatalogueEvent(await requestJson<unknown>(url, client.http)).value ?? null;
   } catch (err) {
     if (err instanceof UpstreamError && err.status === 404) return undefined;
     throw err;

@@ -1,36 +1,176 @@
-import type { FakeServer } from '../server.js';
+import type { FakeRequest, FakeServer } from '../server.js';
+import type { GeneratedPolymarket } from './generate.js';
 
 /**
- * A fake Polymarket Gamma API speaking the wire format of docs/venues.md §3:
- * GET /events (bare array, limit/offset, active/closed filters, ordered by
- * volume24hr desc) and GET /events/:id (one object, 404 when unknown).
- * `state.events` holds raw wire rows, so tests can put malformed ones in.
+ * A fake Polymarket Gamma API enforcing what docs/venues.md §3 says the
+ * venue does:
+ * - `GET /events/keyset`: `{ events, next_cursor }`; `limit` 1..100 (default
+ *   20, larger clamped to 100); `after_cursor` continues (`cursor=` and
+ *   `next_cursor=` are ignored: page 1 again); `order` camelCase (snake_case
+ *   → 422), `ascending` (default true), `closed` (default false); `offset` →
+ *   422; `next_cursor` only on a full page, so the last page may be empty;
+ *   events nest all their markets, closed ones and placeholders included.
+ * - `GET /events` (deprecated offset listing): bare array, `limit` clamped to
+ *   100, `offset` above 2000 → 422 `{"type":"validation error","error":"offset too large, …"}`.
+ * - `GET /events/{id}` and `/events/slug/{slug}`: one event, 404 when unknown.
+ * Rows come from `state.events` (raw wire rows, malformed ones allowed) and
+ * `state.generated` (a lazy catalogue of the real size, generate.ts).
+ * `state.overlap = k` repeats the last k events of a page at the start of the
+ * next (what paging by a moving order does), and any order other than `id`
+ * pages by position, so a change between pages duplicates or skips rows as
+ * on the venue.
  */
 export interface GammaState {
   events: any[];
+  generated?: GeneratedPolymarket;
+  overlap?: number;
+}
+
+/** The whole catalogue in `order=id&ascending=false` order: generated ids above explicit ones. */
+interface View {
+  count: number;
+  id(k: number): string;
+  row(k: number): any;
+  /** A numeric sort key of row k, cheap for generated rows. */
+  key(k: number, order: string): number;
+}
+
+function view(state: GammaState): View {
+  const explicit = state.events
+    .filter((e) => e && typeof e === 'object')
+    .map((e, n) => ({ e, n }))
+    .sort((a, b) => idNum(b.e.id) - idNum(a.e.id) || a.n - b.n)
+    .map((x) => x.e);
+  const g = state.generated;
+  const gc = g?.count ?? 0;
+  return {
+    count: gc + explicit.length,
+    id: (k) => (k < gc ? g!.idOf(gc - 1 - k) : String(explicit[k - gc].id)),
+    row: (k) => (k < gc ? g!.event(gc - 1 - k) : explicit[k - gc]),
+    key: (k, order) =>
+      k < gc && order === 'volume24hr' ? g!.volume24hr(gc - 1 - k) : sortKey(order, k < gc ? g!.event(gc - 1 - k) : explicit[k - gc]),
+  };
+}
+
+function idNum(id: unknown): number {
+  const n = typeof id === 'string' || typeof id === 'number' ? Number(id) : NaN;
+  return Number.isFinite(n) ? n : -1;
+}
+
+const closedOf = (e: any) => e?.closed === true;
+
+function sortKey(order: string, e: any): number {
+  const v = Number(e?.[order]);
+  return Number.isFinite(v) ? v : 0;
+}
+
+const encode = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+function decode(c: string): any {
+  try {
+    return JSON.parse(Buffer.from(c, 'base64url').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+const invalid = (error: string) => ({ status: 422, body: { type: 'validation error', error } });
+
+/** Positions of the catalogue in the requested order (id desc natively; other fields sorted, ties by id desc). */
+function ordered(v: View, order: string, ascending: boolean): (k: number) => number {
+  if (order === 'id') return ascending ? (k) => v.count - 1 - k : (k) => k;
+  const keys = Array.from({ length: v.count }, (_, k) => ({ k, key: v.key(k, order) }));
+  keys.sort((a, b) => (ascending ? a.key - b.key : b.key - a.key) || a.k - b.k);
+  return (k) => keys[k].k;
+}
+
+const CAMEL_ORDERS = new Set(['id', 'volume24hr', 'volume', 'volumeNum', 'liquidity', 'endDate', 'startDate', 'createdAt', 'competitive']);
+
+function keyset(state: GammaState, req: FakeRequest) {
+  const q = req.query;
+  if (q.has('offset')) return invalid('offset is not supported on keyset pagination, use after_cursor');
+  const order = q.get('order') ?? 'id';
+  if (!CAMEL_ORDERS.has(order)) return invalid(`invalid order field: ${order}`);
+  const limitRaw = q.get('limit');
+  const limit = limitRaw === null ? 20 : Math.min(100, Number(limitRaw));
+  if (!Number.isInteger(limit) || limit < 1) return invalid('limit must be a positive integer');
+  const asc = q.get('ascending');
+  const ascending = asc === null ? true : asc === 'true';
+  const closed = q.get('closed') === 'true';
+  const v = view(state);
+  const at = ordered(v, order, ascending);
+  const cur = q.get('after_cursor');
+  let pos = 0;
+  if (cur) {
+    const c = decode(cur);
+    if (!c || typeof c.p !== 'number' || c.o !== order) return invalid('invalid after_cursor');
+    pos = c.p;
+    // order=id is a true keyset: resume after the last id served, wherever it now sits.
+    if (order === 'id' && typeof c.id === 'string') {
+      const last = idNum(c.id);
+      let lo = 0;
+      let hi = v.count;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        const idm = idNum(v.id(at(mid)));
+        if (ascending ? idm <= last : idm >= last) lo = mid + 1;
+        else hi = mid;
+      }
+      pos = lo;
+    }
+    pos = Math.max(0, pos - (state.overlap ?? 0));
+  }
+  const events: any[] = [];
+  let k = pos;
+  for (; k < v.count && events.length < limit; k++) {
+    const e = v.row(at(k));
+    if (closedOf(e) === closed) events.push(e);
+  }
+  const body: { events: any[]; next_cursor?: string } = { events };
+  if (events.length === limit) body.next_cursor = encode({ o: order, p: k, id: String(events[events.length - 1]?.id) });
+  return { body };
+}
+
+function legacyList(state: GammaState, req: FakeRequest) {
+  const q = req.query;
+  const limit = Math.min(Number(q.get('limit') ?? 20), 100);
+  const offset = Number(q.get('offset') ?? 0);
+  if (offset > 2000) return invalid('offset too large, use /events/keyset for deeper pagination');
+  const v = view(state);
+  const order = q.get('order');
+  const at = order ? ordered(v, order, q.get('ascending') === 'true') : (k: number) => k;
+  const rows: any[] = [];
+  let skipped = 0;
+  for (let k = 0; k < v.count && rows.length < limit; k++) {
+    const e = v.row(at(k));
+    if (q.get('active') === 'true' && e.active === false) continue;
+    if (q.get('closed') === 'false' && closedOf(e)) continue;
+    if (q.get('closed') === 'true' && !closedOf(e)) continue;
+    if (skipped++ < offset) continue;
+    rows.push(e);
+  }
+  return { body: rows, headers: { deprecation: 'true', sunset: 'Fri, 01 May 2026 00:00:00 GMT', warning: '299 - "use /events/keyset"' } };
+}
+
+function findEvent(state: GammaState, pred: (e: any) => boolean, id?: string): any {
+  const i = id !== undefined ? state.generated?.indexOf(id) : undefined;
+  if (i !== undefined) return state.generated!.event(i);
+  return state.events.find((e) => e && pred(e));
 }
 
 export function serveGamma(server: FakeServer, state: GammaState): void {
-  server.on('GET', '/events', (req) => {
-    const q = req.query;
-    const limit = Math.min(Number(q.get('limit') ?? 20), 500);
-    const offset = Number(q.get('offset') ?? 0);
-    let rows = state.events.filter((e) => e && typeof e === 'object');
-    if (q.get('active') === 'true') rows = rows.filter((e) => e.active !== false);
-    if (q.get('closed') === 'false') rows = rows.filter((e) => e.closed !== true);
-    if (q.get('order') === 'volume24hr') {
-      const dir = q.get('ascending') === 'true' ? 1 : -1;
-      rows = rows
-        .map((e, i) => ({ e, i }))
-        .sort((a, b) => dir * ((Number(a.e.volume24hr) || 0) - (Number(b.e.volume24hr) || 0)) || a.i - b.i)
-        .map((x) => x.e);
-    }
-    return { body: rows.slice(offset, offset + limit) };
-  });
+  server.on('GET', '/events', (req) => legacyList(state, req));
   server.on('GET', '/events/:id', (req) => {
-    const e = state.events.find((x) => x && x.id === req.params.id);
+    const e = findEvent(state, (x) => x.id === req.params.id, req.params.id);
     return e ? { body: e } : { status: 404, body: { type: 'not found error', error: 'event not found' } };
   });
+  server.on('GET', '/events/slug/:slug', (req) => {
+    const m = /^generated-event-(\d+)$/.exec(req.params.slug);
+    const gen = m && state.generated && Number(m[1]) < state.generated.count ? state.generated.event(Number(m[1])) : undefined;
+    const e = gen ?? state.events.find((x) => x && x.slug === req.params.slug);
+    return e ? { body: e } : { status: 404, body: { type: 'not found error', error: 'event not found' } };
+  });
+  // Registered last so it is matched before `/events/:id`.
+  server.on('GET', '/events/keyset', (req) => keyset(state, req));
 }
 
 /** Wire-format Gamma market (JSON-encoded string arrays, string volume). */

@@ -1,10 +1,14 @@
 import { createHash } from 'node:crypto';
 import { startFakeServer, type FakeRequest, type FakeServer } from '../server.js';
+import { enforceBudget } from './budget.js';
 
 /**
  * A fake Polymarket Data API speaking the v1 wire format of docs/venues.md §1–2:
  * bare arrays, `rank` as a string, limit/offset paging with the venue's
- * bounds (leaderboard limit ≤ 50, offset ≤ 1000; closed positions limit ≤ 50).
+ * bounds (leaderboard limit ≤ 50, offset ≤ 1000; closed positions limit ≤ 50,
+ * ordered by `sortBy` (default `REALIZEDPNL`) and `sortDirection` (default
+ * `DESC`)). Its throttle is the live one: HTTP 200 `{"error":"Too Many Requests"}`,
+ * on demand (`throttleNext`) or past a budget (`setBudget`).
  * Users without scripted activity get deterministic synthetic activity
  * derived from their address, so a whole board can be enriched.
  */
@@ -34,10 +38,23 @@ export interface FakeDataApi {
   setUser(address: string, activity: Partial<UserActivity>): void;
   /** Requests matching the predicate answer 500 (e.g. one page of one board). */
   failWhen(pred: ((req: FakeRequest) => boolean) | undefined): void;
+  /** The next `n` requests answer HTTP 200 `{"error":"Too Many Requests"}` (docs/venues.md §0). */
+  throttleNext(n: number): void;
+  /** Past `ratePerSec` (docs/venues.md's budget rule) requests get the throttle body; undefined lifts it. */
+  setBudget(ratePerSec: number | undefined): void;
   close(): Promise<void>;
 }
 
 const bad = (error: string) => ({ status: 400, body: { error } });
+
+/** `/closed-positions` sortBy values → the row field they order by (docs/venues.md §2b). */
+const CLOSED_SORT: Record<string, string> = {
+  REALIZEDPNL: 'realizedPnl',
+  TITLE: 'title',
+  PRICE: 'curPrice',
+  AVGPRICE: 'avgPrice',
+  TIMESTAMP: 'timestamp',
+};
 
 function intParam(q: URLSearchParams, name: string, def: number): number | undefined {
   const v = q.get(name);
@@ -106,6 +123,9 @@ export async function startFakeDataApi(): Promise<FakeDataApi> {
   const users = new Map<string, UserActivity>();
   let failPred: ((req: FakeRequest) => boolean) | undefined;
   const fail = (req: FakeRequest) => failPred?.(req) ?? false;
+  let throttles = 0;
+  const THROTTLE = { status: 200, body: { error: 'Too Many Requests' } };
+  const throttled = () => (throttles > 0 ? (throttles--, true) : false);
 
   const activity = (q: URLSearchParams): UserActivity | undefined => {
     const user = q.get('user');
@@ -114,6 +134,7 @@ export async function startFakeDataApi(): Promise<FakeDataApi> {
   };
 
   server.on('GET', '/v1/leaderboard', (req) => {
+    if (throttled()) return THROTTLE;
     if (fail(req)) return { status: 500, body: { error: 'internal error' } };
     const q = req.query;
     const limit = intParam(q, 'limit', 25);
@@ -124,6 +145,7 @@ export async function startFakeDataApi(): Promise<FakeDataApi> {
     return { body: (boards.get(key) ?? []).slice(offset, offset + limit) };
   });
   server.on('GET', '/positions', (req) => {
+    if (throttled()) return THROTTLE;
     if (fail(req)) return { status: 500, body: { error: 'internal error' } };
     const a = activity(req.query);
     if (!a) return bad('user is required');
@@ -133,6 +155,7 @@ export async function startFakeDataApi(): Promise<FakeDataApi> {
     return { body: a.positions.filter((p) => Number(p.size) >= threshold).slice(0, limit) };
   });
   server.on('GET', '/closed-positions', (req) => {
+    if (throttled()) return THROTTLE;
     if (fail(req)) return { status: 500, body: { error: 'internal error' } };
     const a = activity(req.query);
     if (!a) return bad('user is required');
@@ -140,11 +163,20 @@ export async function startFakeDataApi(): Promise<FakeDataApi> {
     const offset = intParam(req.query, 'offset', 0);
     if (limit === undefined || limit > 50) return bad('limit must be between 0 and 50');
     if (offset === undefined || offset > 100_000) return bad('offset must be between 0 and 100000');
-    // Venue default order: realized PnL, descending.
-    const sorted = [...a.closed].sort((x, y) => Number(y.realizedPnl) - Number(x.realizedPnl));
+    const sortBy = req.query.get('sortBy') ?? 'REALIZEDPNL';
+    const dir = req.query.get('sortDirection') ?? 'DESC';
+    const field = CLOSED_SORT[sortBy];
+    if (!field) return bad('sortBy must be one of REALIZEDPNL, TITLE, PRICE, AVGPRICE, TIMESTAMP');
+    if (dir !== 'ASC' && dir !== 'DESC') return bad('sortDirection must be ASC or DESC');
+    const sign = dir === 'ASC' ? 1 : -1;
+    const sorted = [...a.closed].sort((x, y) => {
+      const [u, v] = [x[field], y[field]];
+      return sign * (typeof u === 'string' || typeof v === 'string' ? String(u).localeCompare(String(v)) : Number(u) - Number(v));
+    });
     return { body: sorted.slice(offset, offset + limit) };
   });
   server.on('GET', '/trades', (req) => {
+    if (throttled()) return THROTTLE;
     if (fail(req)) return { status: 500, body: { error: 'internal error' } };
     const a = activity(req.query);
     if (!a) return { body: [] };
@@ -167,6 +199,12 @@ export async function startFakeDataApi(): Promise<FakeDataApi> {
     },
     failWhen(pred) {
       failPred = pred;
+    },
+    throttleNext(n) {
+      throttles = n;
+    },
+    setBudget(rate) {
+      enforceBudget(server, rate, 'data-200-error');
     },
     close: () => server.close(),
   };

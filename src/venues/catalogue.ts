@@ -1,0 +1,102 @@
+import type { GroupStatus, MarketStatus, Venue } from './groups.js';
+
+/**
+ * Our shape of a venue event group as docs/venues.md "What we call" defines
+ * it (titles, outcome labels, the one price rule, market status, markets of
+ * a group, categories). The pure mappers of polymarket/gamma-map.ts and
+ * kalshi/events-map.ts produce it; phase 2 of the catalogue ingestion writes
+ * it. (groups.ts keeps the older shape the current ingestion still writes.)
+ */
+
+/** docs/venues.md "Categories": one closed set for both venues. */
+export const CATEGORIES = ['POLITICS', 'SPORTS', 'CRYPTO', 'ECONOMICS', 'TECH', 'CULTURE', 'WEATHER', 'OTHER'] as const;
+export type Category = (typeof CATEGORIES)[number];
+
+export interface CatalogueMarket {
+  /** `pm-<gamma market id>` or `ks-<market ticker>`. */
+  id: string;
+  venue: Venue;
+  venueMarketId: string;
+  /** Names the outcome the market prices (docs/venues.md "Titles and outcome labels"). */
+  title: string;
+  /** The label of the side `yesPrice` prices: "Yes", or a Polymarket outcome such as "Up". */
+  outcome: string;
+  /** Probability in [0, 1]; null when the venue has no quote and no trade. Resolved: the settlement. */
+  yesPrice: number | null;
+  /** USD. */
+  volume: number;
+  /** USD over the last 24 h (ranks groups for PRICE_TRACK_TOP). */
+  volume24h: number;
+  status: MarketStatus;
+  /** Polymarket: the CLOB token id of the priced outcome (batch prices, history, WebSocket). */
+  tokenId: string | null;
+}
+
+export interface CatalogueGroup {
+  /** `pm-<gamma event id>` or `ks-<event ticker>`. */
+  id: string;
+  venue: Venue;
+  venueEventId: string;
+  /** The venue's slug (Kalshi: the lower-cased event ticker), before cross-venue collision handling. */
+  slug: string;
+  title: string;
+  description: string;
+  category: Category;
+  status: GroupStatus;
+  imageUrl: string | null;
+  /** Kalshi: the series (candlesticks path, category). */
+  seriesTicker: string | null;
+  /** Only the markets of the group: placeholders that never opened are left out. */
+  markets: CatalogueMarket[];
+}
+
+/** One page of a catalogue listing, mapped. */
+export interface CataloguePage {
+  groups: CatalogueGroup[];
+  /** Rows of this page (events, or markets inside them) that failed strict parsing and were left out. */
+  skipped: number;
+  /** Groups named by a malformed event row: still listed, so they must not be closed. */
+  malformedGroupIds: string[];
+  /** Events already yielded earlier in this pass (or twice in this page), left out. */
+  duplicates: number;
+  /** Raw rows the venue sent in this page. */
+  received: number;
+}
+
+/** Rounds a probability to 6 decimals so equal quotes compare equal. */
+export function roundProbability(p: number): number {
+  return Math.round(p * 1e6) / 1e6;
+}
+
+/** The spread threshold of docs/venues.md "Prices": at most 0.10 shows the midpoint. */
+export const MAX_MIDPOINT_SPREAD = 0.1;
+
+/** True when `spread` is at most 0.10, compared in millionths so 0.55 − 0.45 counts as 0.10. */
+export function isTightSpread(spread: number): boolean {
+  return Math.round(spread * 1e6) <= Math.round(MAX_MIDPOINT_SPREAD * 1e6);
+}
+
+/**
+ * docs/venues.md "Prices": the midpoint of the best bid and ask when both
+ * exist and the spread is at most 0.10, else the last trade price when there
+ * was a trade, else null (never 0, never a "0.5" placeholder). Inputs are
+ * already "absent" when the venue means no quote or no trade.
+ */
+export function displayPrice(q: { bid?: number | null; ask?: number | null; last?: number | null }): number | null {
+  const { bid, ask, last } = q;
+  if (bid != null && ask != null && ask >= bid && isTightSpread(ask - bid)) return roundProbability((bid + ask) / 2);
+  if (last != null) return roundProbability(last);
+  return null;
+}
+
+/** Keeps the last row of each id, in first-seen order (a listing may return an event twice). */
+export function dedupeById<T extends { id: string }>(rows: T[]): T[] {
+  const byId = new Map<string, T>();
+  for (const r of rows) byId.set(r.id, r);
+  return [...byId.values()];
+}
+
+/** A probability from a venue: finite and within [0, 1]. */
+export function isProbability(n: unknown): n is number {
+  return typeof n === 'number' && Number.isFinite(n) && n >= 0 && n <= 1;
+}

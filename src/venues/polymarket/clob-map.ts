@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import { isTightSpread, roundProbability } from '../catalogue.js';
+
+/**
+ * Pure parsing of the CLOB batch price reads (docs/venues.md §4b): answers
+ * are decimal strings; a token the venue has no book or trade for is left
+ * out of the answer. Each entry is checked on its own: a malformed one is
+ * skipped and counted, never read as 0.
+ */
+const DECIMAL = /^\d+(\.\d+)?$/;
+
+function probabilityOf(v: unknown): number | undefined {
+  if (typeof v !== 'string' || !DECIMAL.test(v.trim())) return undefined;
+  const n = Number(v);
+  return Number.isFinite(n) && n >= 0 && n <= 1 ? n : undefined;
+}
+
+export interface TokenValues {
+  values: Map<string, number>;
+  skipped: number;
+}
+
+/** `POST /midpoints` and `POST /spreads`: `{"<token_id>":"0.45", …}`. */
+export function parseTokenDecimals(body: unknown): TokenValues {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new Error('answer is not an object of token prices');
+  const values = new Map<string, number>();
+  let skipped = 0;
+  for (const [token, v] of Object.entries(body)) {
+    const n = probabilityOf(v);
+    if (n === undefined || !/^\d{1,100}$/.test(token)) skipped++;
+    else values.set(token, n);
+  }
+  return { values, skipped };
+}
+
+const LastTradeSchema = z.object({ token_id: z.string().regex(/^\d{1,100}$/), price: z.string() });
+
+/** `POST /last-trades-prices`: `[{"token_id":"…","price":"0.45","side":"BUY"}, …]`. */
+export function parseLastTrades(body: unknown): TokenValues {
+  if (!Array.isArray(body)) throw new Error('answer is not an array of last trades');
+  const values = new Map<string, number>();
+  let skipped = 0;
+  for (const row of body) {
+    const r = LastTradeSchema.safeParse(row);
+    const n = r.success ? probabilityOf(r.data.price) : undefined;
+    if (!r.success || n === undefined) skipped++;
+    else values.set(r.data.token_id, n);
+  }
+  return { values, skipped };
+}
+
+export interface ClobQuote {
+  midpoint?: number;
+  spread?: number;
+  lastTrade?: number;
+  /**
+   * docs/venues.md "Prices", Polymarket tracked: the midpoint when the spread
+   * is at most 0.10, else the last trade; undefined when neither (the caller
+   * keeps the last known price, or null if the market never had one).
+   */
+  price?: number;
+}
+
+/** True when the token must be asked in `/last-trades-prices`: no midpoint, no spread, or a spread wider than 0.10. */
+export function needsLastTrade(q: Pick<ClobQuote, 'midpoint' | 'spread'>): boolean {
+  return q.midpoint === undefined || q.spread === undefined || !isTightSpread(q.spread);
+}
+
+export function clobDisplayPrice(q: Pick<ClobQuote, 'midpoint' | 'spread' | 'lastTrade'>): number | undefined {
+  if (!needsLastTrade(q)) return roundProbability(q.midpoint!);
+  return q.lastTrade === undefined ? undefined : roundProbability(q.lastTrade);
+}
