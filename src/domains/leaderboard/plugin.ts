@@ -5,10 +5,12 @@ import {
   AddressParamsSchema,
   BiggestWinSchema,
   BiggestWinsQuerySchema,
+  HistoryQuerySchema,
   LeaderboardPageSchema,
   LeaderboardQuerySchema,
   ProfileQuerySchema,
   TraderProfileSchema,
+  TraderHistorySchema,
 } from './schemas.js';
 import {
   createLeaderboardCache,
@@ -21,6 +23,7 @@ import {
 } from './service.js';
 import { LEADERBOARD_CHANNEL } from './channel.js';
 import { sendSerialized } from '../../lib/serializer.js';
+import { getTraderHistory } from './history.js';
 
 const PROFILE_TTL_MS = 5 * 60_000;
 
@@ -113,5 +116,29 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => getTraderProfile(deps(), request.params.address, request.query.period),
+  );
+
+  app.get(
+    '/:address/history',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'getTraderHistory',
+        tags: ['leaderboard'],
+        summary: "A trader's rank, PnL and volume over time on one board",
+        description: [
+          'What every leaderboard sync saw of this address on the (`category`, `period`) board (defaults OVERALL, ALL; `days` 1–365, default 90; any address case).',
+          "`points` ascend by `at` (the sync time): one per clock hour (the last sync of that hour) within 7 days of the board's last sync, one per UTC day (its last sync) before that; kept at least 400 days. A sync where the trader was not on the board leaves no point.",
+          '`rank` is the venue rank on the PnL ordering, null for a trader only on the volume ordering.',
+          "`changes` compare the trader's entry on the current board with the newest point at least 1, 7 or 30 days older than the board's last sync: `rank` = rank then − rank now (positive: moved up; null when either is null), `pnl` = pnl now − pnl then. A change is null when no point is that old, and all are null when the trader is not on the current board.",
+          'An address never on the board is 200 with `points: []` and null changes; a malformed address is 400.',
+          "`syncedAt` is the board's last successful sync (null before the first); `stale` is true when that is older than 30 minutes, the latest leaderboard-sync failed, or there was none.",
+        ].join(' '),
+        params: AddressParamsSchema,
+        querystring: HistoryQuerySchema,
+        response: { 200: TraderHistorySchema, ...problemResponses(400, 503) },
+      },
+    },
+    async (request) => getTraderHistory(readDeps, request.params.address, request.query),
   );
 };
