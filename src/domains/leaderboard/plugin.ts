@@ -67,6 +67,7 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
           '`cursor` is opaque, HMAC-signed and bound to the query: reusing it with another tab, sort, direction, period, category or search is 400 INVALID_CURSOR; `limit` may change between pages.',
           'A walk keeps reading the snapshot it started on while that snapshot is retained (about 30 minutes after it is replaced).',
           '`roi`, `winRate` (fractions), `sharpeRatio` and the other enrichment figures are all-time figures refreshed every 30 minutes; `pnl` and `volume` are the venue figures for the period.',
+          "`rankChange` is the 1-day rank change of the trader's history on this (category, period) (`changes['1d'].rank` of GET /leaderboard/{address}/history): positive when the trader moved up, null without a point a day old; the same whatever the sort or tab.",
           'Before the first sync the board is empty: `{ traders: [], nextCursor: null }`.',
           'Unknown query parameters are 400 VALIDATION_ERROR, so a misspelt parameter never silently falls back to its default.',
         ].join(' '),
