@@ -351,4 +351,19 @@ describe('downsampling, changes and rankChange', () => {
     expect(body.points.map((p: { at: string }) => p.at)).toEqual([iso(D0 + 400 * DAY + 12 * HOUR), iso(D0 + 401 * DAY + 12 * HOUR)]);
     expect(body.changes).toEqual({ '1d': { rank: 0, pnl: 0 }, '7d': { rank: 1, pnl: -410 }, '30d': { rank: 1, pnl: -410 } });
   });
+
+  it('hourly rows older than 7 days that the roll-up has not reached yet still show as one point per day', async () => {
+    // The state a failed roll-up leaves: two hours of one day 8 days before the last sync, still hourly.
+    const day = D0 + 393 * DAY;
+    await t.db.rows(sql`
+      insert into trader_history_hourly (category, period, wallet_address, hour, at, rank, pnl, volume) values
+        ('OVERALL', 'ALL', ${A}, ${iso(day + HOUR)}::timestamptz, ${iso(day + HOUR + 10 * MIN)}::timestamptz, 7, 70, 1),
+        ('OVERALL', 'ALL', ${A}, ${iso(day + 5 * HOUR)}::timestamptz, ${iso(day + 5 * HOUR + 10 * MIN)}::timestamptz, 8, 80, 1)`);
+    const { body } = await history(A, 'days=30');
+    expect(body.points).toEqual([
+      { at: iso(day + 5 * HOUR + 10 * MIN), rank: 8, pnl: 80, volume: 1 },
+      { at: iso(D0 + 400 * DAY + 12 * HOUR), rank: 1, pnl: 1000, volume: 1 },
+      { at: iso(D0 + 401 * DAY + 12 * HOUR), rank: 1, pnl: 1000, volume: 1 },
+    ]);
+  });
 });

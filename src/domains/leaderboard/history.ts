@@ -124,6 +124,8 @@ export async function compactTraderHistory(deps: { dbh: DbHandle }, now: Date): 
 }
 
 interface PointRow {
+  /** Null for a daily row. */
+  hour: Date | string | null;
   at: Date | string;
   rank: number | null;
   pnl: number | string;
@@ -161,40 +163,23 @@ export async function getTraderHistory(
 ): Promise<TraderHistory> {
   const wallet = address.toLowerCase();
   const now = deps.clock();
-  const freshness = await boardFreshness(deps.dbh, q.category, q.period, now);
-  const changes: TraderHistory['changes'] = { '1d': null, '7d': null, '30d': null };
-  const out = (points: TraderHistoryPoint[]): TraderHistory => ({
-    walletAddress: wallet,
-    points,
-    changes,
-    syncedAt: freshness.syncedAt?.toISOString() ?? null,
-    stale: freshness.stale,
-  });
-  if (!freshness.syncedAt) return out([]);
-
   const since = new Date(now.getTime() - q.days * DAY_MS).toISOString();
-  const boundary = hourlyBoundary(freshness.syncedAt).toISOString();
   const windows = sql.join(
     Object.entries(CHANGE_WINDOWS).map(([label, hours]) => sql`(${label}, ${hours}::int)`),
     sql`, `,
   );
-  const [points, changeRows] = await Promise.all([
-    // Rows older than the boundary that the roll-up has not reached yet are bucketed by day here too.
+  // Three independent statements, in parallel (one round trip of latency on PostgreSQL).
+  const [freshness, points, changeRows] = await Promise.all([
+    boardFreshness(deps.dbh, q.category, q.period, now),
+    // Two primary-key ranges; at most ~530 rows for a year.
     deps.dbh.rows<PointRow>(sql`
-      select at, rank, pnl, volume from (
-        select distinct on (bucket) bucket, at, rank, pnl, volume from (
-          select 'd' || d.day::text as bucket, d.at, d.rank, d.pnl, d.volume from trader_history_daily d
-          where d.category = ${q.category} and d.period = ${q.period} and d.wallet_address = ${wallet}
-            and d.day >= (${since}::timestamptz at time zone 'UTC')::date and d.at >= ${since}::timestamptz
-          union all
-          select case when h.hour < ${boundary}::timestamptz then 'd' || ((h.at at time zone 'UTC')::date)::text
-                      else 'h' || h.hour::text end, h.at, h.rank, h.pnl, h.volume
-          from trader_history_hourly h
-          where h.category = ${q.category} and h.period = ${q.period} and h.wallet_address = ${wallet}
-            and h.hour >= ${hourStart(new Date(since)).toISOString()}::timestamptz and h.at >= ${since}::timestamptz
-        ) b
-        order by bucket, at desc
-      ) p
+      select null::timestamptz as hour, d.at, d.rank, d.pnl, d.volume from trader_history_daily d
+      where d.category = ${q.category} and d.period = ${q.period} and d.wallet_address = ${wallet}
+        and d.day >= (${since}::timestamptz at time zone 'UTC')::date and d.at >= ${since}::timestamptz
+      union all
+      select h.hour, h.at, h.rank, h.pnl, h.volume from trader_history_hourly h
+      where h.category = ${q.category} and h.period = ${q.period} and h.wallet_address = ${wallet}
+        and h.hour >= ${hourStart(new Date(since)).toISOString()}::timestamptz and h.at >= ${since}::timestamptz
       order by at`),
     deps.dbh.rows<ChangeRow>(sql`
       select w.label, e.venue_rank as rank_now, e.pnl as pnl_now, prev.rank as rank_then, prev.pnl as pnl_then, prev.at as then_at
@@ -210,6 +195,16 @@ export async function getTraderHistory(
       where c.category = ${q.category} and c.period = ${q.period}`),
   ]);
 
+  const changes: TraderHistory['changes'] = { '1d': null, '7d': null, '30d': null };
+  const out = (list: TraderHistoryPoint[]): TraderHistory => ({
+    walletAddress: wallet,
+    points: list,
+    changes,
+    syncedAt: freshness.syncedAt?.toISOString() ?? null,
+    stale: freshness.stale,
+  });
+  if (!freshness.syncedAt) return out([]);
+  const boundary = hourlyBoundary(freshness.syncedAt).getTime();
   for (const r of changeRows) {
     if (r.then_at === null || r.pnl_then === null) continue;
     changes[r.label] = {
@@ -217,12 +212,14 @@ export async function getTraderHistory(
       pnl: Number(r.pnl_now) - Number(r.pnl_then),
     };
   }
-  return out(
-    points.map((p) => ({
-      at: new Date(p.at).toISOString(),
-      rank: p.rank === null ? null : Number(p.rank),
-      pnl: Number(p.pnl),
-      volume: Number(p.volume),
-    })),
-  );
+  // One point per bucket, the latest: hours from the boundary on, UTC days before it (hourly rows the
+  // roll-up has not reached yet, e.g. while this board's syncs fail, join their day here).
+  const buckets = new Map<string, TraderHistoryPoint>();
+  for (const p of points) {
+    const at = new Date(p.at);
+    const hour = p.hour === null ? null : new Date(p.hour).getTime();
+    const key = hour !== null && hour >= boundary ? `h${hour}` : `d${utcDay(at)}`;
+    buckets.set(key, { at: at.toISOString(), rank: p.rank === null ? null : Number(p.rank), pnl: Number(p.pnl), volume: Number(p.volume) });
+  }
+  return out([...buckets.values()].sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0)));
 }
