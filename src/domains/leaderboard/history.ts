@@ -65,11 +65,24 @@ export function pointAtOrBefore(q: { category: SQL | string; period: SQL | strin
  * at `at`: the venue rank of the trader's newest point at least a day old
  * minus `rank` (null when there is no such point or either rank is null).
  * Computed when the snapshot is written, so the read path stays a plain index
- * range; it equals `changes['1d'].rank` of the history route.
+ * range; it equals `changes['1d'].rank` of the history route. Per row it is one
+ * backward step on the hourly key, and on the daily key only when the hourly
+ * table has nothing that old (hourly rows are always newer than daily ones,
+ * and COALESCE evaluates its second argument only when needed); ranks are
+ * ≥ 1, so 0 stands for "a point without a rank" inside the expression.
  */
 export function rankChangeSql(q: { category: string; period: string; at: Date; wallet: SQL; rank: SQL }): SQL {
   const cutoff = sql`${new Date(q.at.getTime() - CHANGE_WINDOWS['1d'] * HOUR_MS).toISOString()}::timestamptz`;
-  return sql`((select prev.rank from (${pointAtOrBefore({ category: q.category, period: q.period, wallet: q.wallet, cutoff })}) prev) - ${q.rank})`;
+  return sql`(nullif(coalesce(
+      (select coalesce(h.rank, 0) from trader_history_hourly h
+        where h.category = ${q.category} and h.period = ${q.period} and h.wallet_address = ${q.wallet}
+          and h.hour <= ${cutoff} and h.at <= ${cutoff}
+        order by h.hour desc limit 1),
+      (select coalesce(d.rank, 0) from trader_history_daily d
+        where d.category = ${q.category} and d.period = ${q.period} and d.wallet_address = ${q.wallet}
+          and d.day <= (${cutoff} at time zone 'UTC')::date and d.at <= ${cutoff}
+        order by d.day desc limit 1)
+    ), 0) - ${q.rank})`;
 }
 
 /**
