@@ -96,8 +96,9 @@ afterAll(async () => {
 
 describe('trader history', () => {
   it('before the first sync: no points, null changes, syncedAt null and stale', async () => {
-    const { status, body } = await history(A);
+    const { status, body, headers } = await history(A);
     expect(status).toBe(200);
+    expect(headers['last-modified']).toBeUndefined();
     expect(body).toEqual({
       walletAddress: A,
       points: [],
@@ -148,6 +149,7 @@ describe('trader history', () => {
     ]);
     expect(a.body.syncedAt).toBe(iso(f(11, 15)));
     expect(a.body.stale).toBe(false);
+    expect(a.headers['last-modified']).toBe(new Date(f(11, 15)).toUTCString());
     // B was not on the board at 10:45: hour 10 keeps its 10:25 point.
     const b = await history(B);
     expect(b.body.points.map((p: { at: string; rank: number }) => [p.at, p.rank])).toEqual([

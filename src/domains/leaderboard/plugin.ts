@@ -133,13 +133,18 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
           '`rank` is the venue rank on the PnL ordering, null for a trader only on the volume ordering.',
           "`changes` compare the trader's entry on the current board with the newest point at least 1, 7 or 30 days older than the board's last sync: `rank` = rank then − rank now (positive: moved up; null when either is null), `pnl` = pnl now − pnl then. A change is null when no point is that old, and all are null when the trader is not on the current board.",
           'An address never on the board is 200 with `points: []` and null changes; a malformed address is 400.',
-          "`syncedAt` is the board's last successful sync (null before the first); `stale` is true when that is older than 30 minutes, the latest leaderboard-sync failed, or there was none.",
+          "`syncedAt` is the board's last successful sync (null before the first; otherwise also sent as `Last-Modified`); `stale` is true when that is older than 30 minutes, the latest leaderboard-sync failed, or there was none.",
         ].join(' '),
         params: AddressParamsSchema,
         querystring: HistoryQuerySchema,
         response: { 200: TraderHistorySchema, ...problemResponses(400, 503) },
       },
     },
-    async (request) => getTraderHistory(readDeps, request.params.address, request.query),
+    async (request, reply) => {
+      const history = await getTraderHistory(readDeps, request.params.address, request.query);
+      // docs/decisions.md §11.4: venue-backed answers carry their freshness instant.
+      if (history.syncedAt) reply.header('last-modified', new Date(history.syncedAt).toUTCString());
+      return history;
+    },
   );
 };
