@@ -6,4 +6,5 @@ export * from './events.js';
 export * from './alerts.js';
 export * from './push.js';
 export * from './leaderboard.js';
+export * from './history.js';
 export * from './jobs.js';

@@ -90,6 +90,12 @@ export const leaderboardEntries = pgTable(
     pnl: doublePrecision('pnl').notNull().default(0),
     volume: doublePrecision('volume').notNull().default(0),
     venueRank: integer('venue_rank'),
+    /**
+     * Venue rank a day ago minus venue rank now (positive: moved up), from the
+     * trader history when the snapshot is written (docs/decisions.md §14.1);
+     * null without a point a day old or without a PnL rank on either side.
+     */
+    rankChange: integer('rank_change'),
     ...enrichmentColumns(),
   },
   (t) => [

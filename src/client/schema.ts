@@ -297,7 +297,7 @@ export interface paths {
         };
         /**
          * Ranked traders of one board, keyset-paginated
-         * @description One board per (period, category), synced from Polymarket every 10 minutes and switched atomically. `rank` is the position in the full ordering of (tab, period, category, sort, sortDirection); search and paging never renumber it. Ties break by wallet address ascending (lower-case) in both directions. `search` is a case-insensitive substring of the display name or the address; `%`, `_` and `\` are literal. `cursor` is opaque, HMAC-signed and bound to the query: reusing it with another tab, sort, direction, period, category or search is 400 INVALID_CURSOR; `limit` may change between pages. A walk keeps reading the snapshot it started on while that snapshot is retained (about 30 minutes after it is replaced). `roi`, `winRate` (fractions), `sharpeRatio` and the other enrichment figures are all-time figures refreshed every 30 minutes; `pnl` and `volume` are the venue figures for the period. Before the first sync the board is empty: `{ traders: [], nextCursor: null }`. Unknown query parameters are 400 VALIDATION_ERROR, so a misspelt parameter never silently falls back to its default.
+         * @description One board per (period, category), synced from Polymarket every 10 minutes and switched atomically. `rank` is the position in the full ordering of (tab, period, category, sort, sortDirection); search and paging never renumber it. Ties break by wallet address ascending (lower-case) in both directions. `search` is a case-insensitive substring of the display name or the address; `%`, `_` and `\` are literal. `cursor` is opaque, HMAC-signed and bound to the query: reusing it with another tab, sort, direction, period, category or search is 400 INVALID_CURSOR; `limit` may change between pages. A walk keeps reading the snapshot it started on while that snapshot is retained (about 30 minutes after it is replaced). `roi`, `winRate` (fractions), `sharpeRatio` and the other enrichment figures are all-time figures refreshed every 30 minutes; `pnl` and `volume` are the venue figures for the period. `rankChange` is the 1-day rank change of the trader's history on this (category, period) (`changes['1d'].rank` of GET /leaderboard/{address}/history): positive when the trader moved up, null without a point a day old; the same whatever the sort or tab. Before the first sync the board is empty: `{ traders: [], nextCursor: null }`. Unknown query parameters are 400 VALIDATION_ERROR, so a misspelt parameter never silently falls back to its default.
          */
         get: operations["listLeaderboard"];
         put?: never;
@@ -320,6 +320,26 @@ export interface paths {
          * @description `period` (1D, 7D, 30D, ALL; default 30D as in the seed example). A trader on the current OVERALL board of the period who has been enriched is answered from stored data: `totalPnl` is the venue PnL for the period; `roi`, `winRate` and `totalTrades` are all-time enrichment figures. Any other address is fetched from Polymarket on demand and cached for 5 minutes; its figures cover closed positions and trades within the period (open positions always count). An address with no activity is 200 with zeros and empty arrays. The venue being down on an uncached address is 503 UNAVAILABLE. `marketId` of positions and trades is the Polymarket condition id; `side` of a trade is `buy` or `sell`; `timestamp` is ISO 8601.
          */
         get: operations["getTraderProfile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/leaderboard/{address}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A trader's rank, PnL and volume over time on one board
+         * @description What every leaderboard sync saw of this address on the (`category`, `period`) board (defaults OVERALL, ALL; `days` 1–365, default 90; any address case). `points` ascend by `at` (the sync time): one per clock hour (the last sync of that hour) within 7 days of the board's last sync, one per UTC day (its last sync) before that; kept at least 400 days. A sync where the trader was not on the board leaves no point. `rank` is the venue rank on the PnL ordering, null for a trader only on the volume ordering. `changes` compare the trader's entry on the current board with the newest point at least 1, 7 or 30 days older than the board's last sync: `rank` = rank then − rank now (positive: moved up; null when either is null), `pnl` = pnl now − pnl then. A change is null when no point is that old, and all are null when the trader is not on the current board. An address never on the board is 200 with `points: []` and null changes; a malformed address is 400. `syncedAt` is the board's last successful sync (null before the first; otherwise also sent as `Last-Modified`); `stale` is true when that is older than 30 minutes, the latest leaderboard-sync failed, or there was none.
+         */
+        get: operations["getTraderHistory"];
         put?: never;
         post?: never;
         delete?: never;
@@ -660,6 +680,8 @@ export interface components {
             pnl: number;
             /** Format: int64 */
             rank: number;
+            /** @description `changes['1d'].rank` of the trader's history on this (category, period): venue PnL rank a day before the board's last sync minus rank now, positive when the trader moved up; null without a point a day old or without a PnL rank on either side. The same whatever `sort` or `tab`. */
+            rankChange: number | null;
             roi: number;
             sharpeRatio: number;
             sparkline: number[];
@@ -774,6 +796,40 @@ export interface components {
                 position_resolved: boolean;
                 price_alert_triggered: boolean;
             };
+        };
+        TraderHistory: {
+            changes: {
+                "1d": {
+                    /** @description pnl now − pnl then */
+                    pnl: number;
+                    /** @description rank then − rank now (positive: moved up); null when either rank is null */
+                    rank: number | null;
+                } | null;
+                "7d": {
+                    /** @description pnl now − pnl then */
+                    pnl: number;
+                    /** @description rank then − rank now (positive: moved up); null when either rank is null */
+                    rank: number | null;
+                } | null;
+                "30d": {
+                    /** @description pnl now − pnl then */
+                    pnl: number;
+                    /** @description rank then − rank now (positive: moved up); null when either rank is null */
+                    rank: number | null;
+                } | null;
+            };
+            points: {
+                /** @description When the sync that took this point ran (ISO 8601) */
+                at: string;
+                pnl: number;
+                /** @description Venue rank on the PnL ordering; null for a trader only on the volume ordering */
+                rank: number | null;
+                volume: number;
+            }[];
+            stale: boolean;
+            /** @description The board's last successful sync (ISO 8601); null before the first */
+            syncedAt: string | null;
+            walletAddress: string;
         };
         TraderProfile: {
             displayName: string;
@@ -2089,6 +2145,59 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TraderProfile"];
+                };
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A required dependency is unavailable: see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTraderHistory: {
+        parameters: {
+            query?: {
+                category?: "OVERALL" | "POLITICS" | "SPORTS" | "CRYPTO";
+                days?: number;
+                period?: "1D" | "7D" | "30D" | "ALL";
+            };
+            header?: never;
+            path: {
+                address: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TraderHistory"];
                 };
             };
             /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */

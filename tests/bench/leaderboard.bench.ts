@@ -189,7 +189,7 @@ export default async function run() {
       const boards = boardRows(1000, 700_000);
       t0 = performance.now();
       for (const c of ['OVERALL', 'POLITICS', 'SPORTS', 'CRYPTO'])
-        for (const p of ['1D', '7D', '30D', 'ALL']) await writeSnapshot(app.dbh, c, p, boards, 0);
+        for (const p of ['1D', '7D', '30D', 'ALL']) await writeSnapshot(app.dbh, c, p, boards, 0, new Date());
       const writeMs = performance.now() - t0;
       lines.push(
         '### Sync',

@@ -5,10 +5,12 @@ import {
   AddressParamsSchema,
   BiggestWinSchema,
   BiggestWinsQuerySchema,
+  HistoryQuerySchema,
   LeaderboardPageSchema,
   LeaderboardQuerySchema,
   ProfileQuerySchema,
   TraderProfileSchema,
+  TraderHistorySchema,
 } from './schemas.js';
 import {
   createLeaderboardCache,
@@ -21,6 +23,7 @@ import {
 } from './service.js';
 import { sendSerialized } from '../../lib/serializer.js';
 import type { DataTopic } from '../../plugins/infra.js';
+import { getTraderHistory } from './history.js';
 
 const PROFILE_TTL_MS = 5 * 60_000;
 
@@ -64,6 +67,7 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
           '`cursor` is opaque, HMAC-signed and bound to the query: reusing it with another tab, sort, direction, period, category or search is 400 INVALID_CURSOR; `limit` may change between pages.',
           'A walk keeps reading the snapshot it started on while that snapshot is retained (about 30 minutes after it is replaced).',
           '`roi`, `winRate` (fractions), `sharpeRatio` and the other enrichment figures are all-time figures refreshed every 30 minutes; `pnl` and `volume` are the venue figures for the period.',
+          "`rankChange` is the 1-day rank change of the trader's history on this (category, period) (`changes['1d'].rank` of GET /leaderboard/{address}/history): positive when the trader moved up, null without a point a day old; the same whatever the sort or tab.",
           'Before the first sync the board is empty: `{ traders: [], nextCursor: null }`.',
           'Unknown query parameters are 400 VALIDATION_ERROR, so a misspelt parameter never silently falls back to its default.',
         ].join(' '),
@@ -113,5 +117,34 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => getTraderProfile(deps(), request.params.address, request.query.period),
+  );
+
+  app.get(
+    '/:address/history',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'getTraderHistory',
+        tags: ['leaderboard'],
+        summary: "A trader's rank, PnL and volume over time on one board",
+        description: [
+          'What every leaderboard sync saw of this address on the (`category`, `period`) board (defaults OVERALL, ALL; `days` 1–365, default 90; any address case).',
+          "`points` ascend by `at` (the sync time): one per clock hour (the last sync of that hour) within 7 days of the board's last sync, one per UTC day (its last sync) before that; kept at least 400 days. A sync where the trader was not on the board leaves no point.",
+          '`rank` is the venue rank on the PnL ordering, null for a trader only on the volume ordering.',
+          "`changes` compare the trader's entry on the current board with the newest point at least 1, 7 or 30 days older than the board's last sync: `rank` = rank then − rank now (positive: moved up; null when either is null), `pnl` = pnl now − pnl then. A change is null when no point is that old, and all are null when the trader is not on the current board.",
+          'An address never on the board is 200 with `points: []` and null changes; a malformed address is 400.',
+          "`syncedAt` is the board's last successful sync (null before the first; otherwise also sent as `Last-Modified`); `stale` is true when that is older than 30 minutes, the latest leaderboard-sync failed, or there was none.",
+        ].join(' '),
+        params: AddressParamsSchema,
+        querystring: HistoryQuerySchema,
+        response: { 200: TraderHistorySchema, ...problemResponses(400, 503) },
+      },
+    },
+    async (request, reply) => {
+      const history = await getTraderHistory(readDeps, request.params.address, request.query);
+      // docs/decisions.md §11.4: venue-backed answers carry their freshness instant.
+      if (history.syncedAt) reply.header('last-modified', new Date(history.syncedAt).toUTCString());
+      return history;
+    },
   );
 };

@@ -39,11 +39,12 @@ export interface EntryRow {
   avg_entry: number;
   avg_trade: number;
   sparkline: number[] | string;
+  rank_change: number | null;
   rank?: number | string;
 }
 
 const ENTRY_COLUMNS = sql.raw(
-  'wallet_address, display_name, avatar_url, is_kol, pnl, volume, roi, win_rate, wins, losses, best_trade, sharpe_ratio, trade_count, avg_entry, avg_trade, sparkline',
+  'wallet_address, display_name, avatar_url, is_kol, pnl, volume, roi, win_rate, wins, losses, best_trade, sharpe_ratio, trade_count, avg_entry, avg_trade, sparkline, rank_change',
 );
 
 /**

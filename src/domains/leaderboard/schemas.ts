@@ -39,6 +39,13 @@ export const LeaderboardEntrySchema = z
     avgEntry: z.number(),
     avgTrade: z.number(),
     sparkline: z.array(z.number()),
+    rankChange: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        "`changes['1d'].rank` of the trader's history on this (category, period): venue PnL rank a day before the board's last sync minus rank now, positive when the trader moved up; null without a point a day old or without a PnL rank on either side. The same whatever `sort` or `tab`.",
+      ),
   })
   .meta({ id: 'LeaderboardEntry' });
 export type LeaderboardEntry = z.infer<typeof LeaderboardEntrySchema>;
@@ -112,3 +119,37 @@ export const TraderProfileSchema = z
   })
   .meta({ id: 'TraderProfile' });
 export type TraderProfile = z.infer<typeof TraderProfileSchema>;
+
+export const HistoryQuerySchema = z
+  .object({
+    category: CategorySchema.default('OVERALL'),
+    period: PeriodSchema.default('ALL'),
+    days: z.coerce.number().int().min(1).max(365).default(90),
+  })
+  .strict();
+
+export const TraderHistoryPointSchema = z.object({
+  at: z.string().describe('When the sync that took this point ran (ISO 8601)'),
+  rank: z.number().int().nullable().describe('Venue rank on the PnL ordering; null for a trader only on the volume ordering'),
+  pnl: z.number(),
+  volume: z.number(),
+});
+export type TraderHistoryPoint = z.infer<typeof TraderHistoryPointSchema>;
+
+const ChangeSchema = z
+  .object({
+    rank: z.number().int().nullable().describe('rank then − rank now (positive: moved up); null when either rank is null'),
+    pnl: z.number().describe('pnl now − pnl then'),
+  })
+  .nullable();
+
+export const TraderHistorySchema = z
+  .object({
+    walletAddress: z.string(),
+    points: z.array(TraderHistoryPointSchema),
+    changes: z.object({ '1d': ChangeSchema, '7d': ChangeSchema, '30d': ChangeSchema }),
+    syncedAt: z.string().nullable().describe("The board's last successful sync (ISO 8601); null before the first"),
+    stale: z.boolean(),
+  })
+  .meta({ id: 'TraderHistory' });
+export type TraderHistory = z.infer<typeof TraderHistorySchema>;

@@ -124,6 +124,7 @@ function toEntry(row: EntryRow, rank: number): LeaderboardEntry {
     avgEntry: Number(row.avg_entry),
     avgTrade: Number(row.avg_trade),
     sparkline: spark ?? [],
+    rankChange: row.rank_change === null ? null : Number(row.rank_change),
   };
 }
 

@@ -13,6 +13,7 @@ import {
   type SnapshotRow,
 } from '../../venues/polymarket/data-map.js';
 import { mapLimit } from '../../lib/map-limit.js';
+import { compactTraderHistory, rankChangeSql, recordTraderHistory } from './history.js';
 
 /** What the venue-facing leaderboard functions (sync, enrichment) need. */
 export interface LeaderboardDeps {
@@ -41,7 +42,9 @@ export interface BoardOutcome {
  * Rows are inserted while the snapshot is 'building' (invisible to readers);
  * the status flip and the pointer switch happen in one statement. The
  * enrichment figures already known for each wallet are copied in, so every
- * sort key is ready the moment the board is visible.
+ * sort key is ready the moment the board is visible, and so is `rank_change`
+ * (from the trader history, docs/decisions.md §14.1). `at` is the sync's
+ * time: the board's `switched_at`, its last successful sync.
  */
 export async function writeSnapshot(
   dbh: DbHandle,
@@ -49,6 +52,7 @@ export async function writeSnapshot(
   period: string,
   rows: SnapshotRow[],
   skipped: number,
+  at: Date,
 ): Promise<number> {
   const [snap] = await dbh.rows<{ id: number | string }>(sql`
     insert into leaderboard_snapshots (category, period, status, skipped_rows)
@@ -67,11 +71,12 @@ export async function writeSnapshot(
       }));
       await dbh.rows(sql`
         insert into leaderboard_entries (snapshot_id, wallet_address, display_name, avatar_url, is_kol, pnl, volume, venue_rank,
-          roi, win_rate, wins, losses, best_trade, sharpe_ratio, trade_count, avg_entry, avg_trade, sparkline)
+          roi, win_rate, wins, losses, best_trade, sharpe_ratio, trade_count, avg_entry, avg_trade, sparkline, rank_change)
         select ${id}, v.w, v.n, v.a, v.k, v.p, v.v, v.r,
           coalesce(s.roi, 0), coalesce(s.win_rate, 0), coalesce(s.wins, 0), coalesce(s.losses, 0), coalesce(s.best_trade, 0),
           coalesce(s.sharpe_ratio, 0), coalesce(s.trade_count, 0), coalesce(s.avg_entry, 0), coalesce(s.avg_trade, 0),
-          coalesce(s.sparkline, '[]'::jsonb)
+          coalesce(s.sparkline, '[]'::jsonb),
+          ${rankChangeSql({ category, period, at, wallet: sql`v.w`, rank: sql`v.r` })}
         from jsonb_to_recordset(${JSON.stringify(chunk)}::jsonb) as v(w text, n text, a text, k boolean, p float8, v float8, r int)
         left join trader_stats s on s.wallet_address = v.w
         on conflict do nothing`);
@@ -83,7 +88,7 @@ export async function writeSnapshot(
         where id = ${id} returning id, category, period
       )
       insert into leaderboard_current (category, period, snapshot_id, version, switched_at)
-      select category, period, id, 0, now() from ready
+      select category, period, id, 0, ${at.toISOString()}::timestamptz from ready
       on conflict (category, period) do update set snapshot_id = excluded.snapshot_id, version = 0, switched_at = excluded.switched_at`);
   } catch (err) {
     await dbh.rows(sql`update leaderboard_snapshots set status = 'failed', completed_at = now() where id = ${id}`).catch(() => {});
@@ -101,7 +106,7 @@ export async function pruneSnapshots(dbh: DbHandle): Promise<void> {
 }
 
 /** Fetches both orderings of one board from the venue and writes it; any failed page fails the board. */
-export async function syncBoard(deps: LeaderboardDeps, category: Category, period: Period): Promise<BoardOutcome> {
+export async function syncBoard(deps: LeaderboardDeps, category: Category, period: Period, at = deps.clock()): Promise<BoardOutcome> {
   try {
     const timePeriod = toVenuePeriod(period);
     const [byPnl, byVol] = await Promise.all([
@@ -112,7 +117,8 @@ export async function syncBoard(deps: LeaderboardDeps, category: Category, perio
     const skipped = byPnl.skipped + byVol.skipped;
     // An empty answer is far more likely a venue hiccup than an empty board: keep the last good one.
     if (rows.length === 0) return { category, period, rows: 0, skipped, error: 'the venue returned no rows' };
-    const snapshotId = await writeSnapshot(deps.dbh, category, period, rows, skipped);
+    const snapshotId = await writeSnapshot(deps.dbh, category, period, rows, skipped, at);
+    await recordTraderHistory(deps.dbh, { category, period, snapshotId, at });
     if (skipped > 0) deps.log.warn({ category, period, skipped }, 'leaderboard rows skipped: malformed');
     return { category, period, snapshotId, rows: rows.length, skipped };
   } catch (err) {
@@ -130,8 +136,10 @@ export async function syncLeaderboards(
   opts: { concurrency?: number } = {},
 ): Promise<{ items: number; boards: BoardOutcome[] }> {
   const pairs = CATEGORIES.flatMap((category) => PERIODS.map((period) => ({ category, period })));
-  const boards = await mapLimit(pairs, opts.concurrency ?? 4, ({ category, period }) => syncBoard(deps, category, period));
+  const at = deps.clock(); // one instant per sync: every board's points and switch time
+  const boards = await mapLimit(pairs, opts.concurrency ?? 4, ({ category, period }) => syncBoard(deps, category, period, at));
   await pruneSnapshots(deps.dbh).catch((err) => deps.log.warn({ err }, 'leaderboard snapshot pruning failed'));
+  await compactTraderHistory(deps, at).catch((err) => deps.log.warn({ err }, 'trader history compaction failed'));
   const items = boards.reduce((n, b) => n + b.rows, 0);
   const failed = boards.filter((b) => b.error);
   deps.publish(monitorChannel('leaderboard'), 'monitor:update', {
