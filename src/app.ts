@@ -10,6 +10,7 @@ import { problem, unavailable } from './errors.js';
 import { errorsPlugin, sendProblem } from './plugins/errors.js';
 import { securityHeadersPlugin } from './plugins/security-headers.js';
 import { infraPlugin } from './plugins/infra.js';
+import { clientAddressPlugin } from './plugins/client-address.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { authPlugin } from './plugins/auth.js';
 import { docsPlugin } from './plugins/docs.js';
@@ -82,7 +83,8 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   const app = Fastify({
     logger: overrides.logger ?? loggerOptions(config),
     bodyLimit: BODY_LIMIT,
-    trustProxy: config.TRUST_PROXY,
+    // Off on purpose: the client address is ours (plugins/client-address.ts, docs/decisions.md §10.1).
+    trustProxy: false,
     requestIdHeader: false,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
@@ -153,6 +155,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     done(null, payload);
   });
 
+  await app.register(clientAddressPlugin);
   await app.register(rateLimitPlugin);
   // Before auth: the docs plugin marks /docs routes public as they are added,
   // and the auth plugin attaches its guard to each non-public route.

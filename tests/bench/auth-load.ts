@@ -72,7 +72,7 @@ const signInRequests: autocannon.Request[] = [
       const w = wallet();
       ctx.address = w.address;
       ctx.sign = w.sign;
-      ctx.xff = ip(); // TRUST_PROXY=true on the bench server: many clients, not one over its per-IP limits
+      ctx.xff = ip(); // TRUST_PROXY=127.0.0.1 on the bench server: many clients, not one over its per-IP limits
       ctx.t0 = performance.now();
       return { ...req, path: `/api/v1/auth/wallet/nonce?chain=solana&address=${w.address}`, headers: { 'x-forwarded-for': ctx.xff } };
     },

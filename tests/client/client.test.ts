@@ -21,7 +21,7 @@ beforeAll(async () => {
       ? { body: { sub: 'idp-user-42', email: 'a@example.com' } }
       : { status: 401, body: { error: 'invalid_token' } },
   );
-  t = await buildTestApp({ TRUST_PROXY: 'true', INTERNAL_API_TOKEN: INTERNAL, IDP_USERINFO_URL: `${idp.url}/userinfo` });
+  t = await buildTestApp({ TRUST_PROXY: '127.0.0.1', INTERNAL_API_TOKEN: INTERNAL, IDP_USERINFO_URL: `${idp.url}/userinfo` });
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(t.app.server.address() as { port: number }).port}`;
 });

@@ -241,7 +241,7 @@ describe('limits with their own apps', () => {
   });
 
   it('counts the X-Forwarded-For client with TRUST_PROXY', async () => {
-    const own = await buildTestApp({ TRUST_PROXY: 'true' }, { db });
+    const own = await buildTestApp({ TRUST_PROXY: '127.0.0.1,10.0.0.0/8' }, { db });
     const u = await listen(own.app);
     try {
       const h = { extraHeaders: { 'x-forwarded-for': '198.51.100.1, 10.0.0.1' } };

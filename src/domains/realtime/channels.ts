@@ -15,6 +15,7 @@ export const MARKET_UPDATE = 'market:update';
 export const MONITOR_UPDATE = 'monitor:update';
 export const NOTIFICATION = 'notification';
 export const AUTH_EXPIRED = 'auth:expired';
+export const AUTH_REVOKED = 'auth:revoked';
 
 /** Our market ids: `pm-<gamma id>` / `ks-<ticker>` (docs/venues.md); kept open to other venues' id shapes. */
 const MARKET_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;

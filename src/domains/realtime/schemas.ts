@@ -11,7 +11,14 @@ export type AuthRequest = z.infer<typeof AuthRequestSchema>;
 
 /** Codes an ack or a refused connection can carry (docs/decisions.md §8, plus §2's UNAUTHORIZED). */
 export type RealtimeErrorCode =
-  'FORBIDDEN' | 'RATE_LIMITED' | 'INVALID_CHANNEL' | 'UNAUTHORIZED' | 'TOO_MANY_CONNECTIONS' | 'VALIDATION_ERROR' | 'UNAVAILABLE';
+  | 'FORBIDDEN'
+  | 'RATE_LIMITED'
+  | 'INVALID_CHANNEL'
+  | 'UNAUTHORIZED'
+  | 'TOO_MANY_CONNECTIONS'
+  | 'VALIDATION_ERROR'
+  | 'UNAVAILABLE'
+  | 'SESSION_REVOKED';
 
 export type Ack = { ok: true } | { ok: false; error: { code: RealtimeErrorCode; message: string; retryAfter?: number } };
 
@@ -50,11 +57,18 @@ export interface AuthExpired {
   message: string;
 }
 
+/** `auth:revoked`: the connection's session was ended (docs/decisions.md §10.6); the server disconnects it next. */
+export interface AuthRevoked {
+  code: 'SESSION_REVOKED';
+  message: string;
+}
+
 export interface ServerToClientEvents {
   'market:update': (update: MarketUpdate) => void;
   'monitor:update': (update: MonitorUpdate) => void;
   notification: (notification: NotificationMessage) => void;
   'auth:expired': (info: AuthExpired) => void;
+  'auth:revoked': (info: AuthRevoked) => void;
 }
 
 export interface ClientToServerEvents {
@@ -71,5 +85,7 @@ export interface SocketData {
   user?: AuthUser & { exp: number };
   /** The user this connection is counted against (kept after expiry; a re-auth must be the same user). */
   boundUserId?: string;
+  /** The session of the last token presented (kept after expiry): its revocation disconnects the socket. */
+  sid?: string;
   ip: string;
 }
