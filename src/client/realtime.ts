@@ -22,6 +22,7 @@ export class Realtime {
   private readonly channels = new Set<string>();
   private readonly ackTimeoutMs: number;
   private closed = false;
+  private revoked = false;
 
   constructor(
     private readonly session: Session,
@@ -37,7 +38,12 @@ export class Realtime {
     // A server that shuts down (deploy, restart) disconnects its sockets on purpose, and
     // socket.io-client does not reconnect after that by itself: come back when it does.
     this.socket.on('disconnect', (reason) => {
-      if (reason === 'io server disconnect' && !this.closed) setTimeout(() => !this.closed && this.socket.connect(), 500);
+      if (reason === 'io server disconnect' && !this.closed && !this.revoked) setTimeout(() => !this.closed && this.socket.connect(), 500);
+    });
+    // docs/decisions.md §10.6: the session was ended (elsewhere, or by reuse detection): the server
+    // disconnects next; do not come back with the same token.
+    this.socket.on('auth:revoked', () => {
+      this.revoked = true;
     });
     this.socket.on('connect', () => {
       for (const channel of this.channels) void this.emit('subscribe', channel);
