@@ -7,6 +7,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import type { DbHandle } from './db/index.js';
 import { problem, unavailable } from './errors.js';
+import { serializeError } from './lib/log-errors.js';
 import { errorsPlugin, sendProblem } from './plugins/errors.js';
 import { securityHeadersPlugin } from './plugins/security-headers.js';
 import { infraPlugin } from './plugins/infra.js';
@@ -29,6 +30,8 @@ import { jobDefinitions, priceChangeHooks } from './jobs/registry.js';
 import type { JobDefinition } from './jobs/types.js';
 
 export const BODY_LIMIT = 64 * 1024;
+export const REQUEST_TIMEOUT_MS = 30_000;
+export const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
 export interface BuildOverrides {
   /** Share a database handle (tests); the caller closes it. */
@@ -50,6 +53,8 @@ export interface BuildOverrides {
 export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
   return {
     level: config.LOG_LEVEL,
+    // Database errors by their query's shape, never its values (src/lib/log-errors.ts).
+    serializers: { err: serializeError },
     // docs/decisions.md §3.11: never log tokens, signatures, cookies or secrets.
     redact: {
       paths: [
@@ -103,6 +108,12 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
       );
     },
     routerOptions: { maxParamLength: 500 },
+    // docs/decisions.md §15.3: a request (headers and body) must arrive within 30 s, checked
+    // every 5 s (a half-sent body no longer holds a connection for minutes); idle keep-alive
+    // connections close after 72 s (longer than the usual load balancer's 60 s idle timeout).
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    http: { headersTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 5_000 },
     // Opening the database and migrating (PGlite needs ~4 s of WASM start on a
     // quiet 2-core machine) can outlast the 10 s default on a loaded one.
     pluginTimeout: 120_000,

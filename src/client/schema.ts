@@ -2175,7 +2175,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description Related ids, e.g. `orderId`, `marketId` */
+                    /** @description Related ids, e.g. `orderId`, `marketId`; a JSON object nesting at most 16 levels */
                     data?: {
                         [key: string]: unknown;
                     };

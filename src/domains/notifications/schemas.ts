@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { shallowJsonObject } from '../../lib/json-depth.js';
 import { NOTIFICATION_TYPES } from '../../lib/notify-types.js';
 
 export const NotificationTypeSchema = z.enum(NOTIFICATION_TYPES);
@@ -41,6 +42,8 @@ export const NotifyBodySchema = z.strictObject({
   type: NotificationTypeSchema,
   title: z.string().trim().min(1).max(200),
   message: z.string().trim().min(1).max(2000),
-  data: z.record(z.string().max(100), z.unknown()).optional().meta({ description: 'Related ids, e.g. `orderId`, `marketId`' }),
+  data: shallowJsonObject(16)
+    .optional()
+    .meta({ description: 'Related ids, e.g. `orderId`, `marketId`; a JSON object nesting at most 16 levels' }),
 });
 export type NotifyInput = z.infer<typeof NotifyBodySchema>;
