@@ -45,10 +45,10 @@ export function serializeError(value: Error): SerializedError {
   const chain: ErrorLike[] = [];
   for (
     let e: unknown = value;
-    e instanceof Error && chain.length < MAX_CAUSES && !chain.includes(e as ErrorLike);
+    e instanceof Error && chain.length < MAX_CAUSES && !chain.includes(e);
     e = (e as ErrorLike).cause
   ) {
-    chain.push(e as ErrorLike);
+    chain.push(e);
   }
   const first = chain[0];
   const type = first.constructor?.name ?? first.name;
