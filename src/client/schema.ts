@@ -539,7 +539,7 @@ export interface paths {
         put?: never;
         /**
          * Register a device for push notifications
-         * @description Idempotent upsert by token: registering the same token again answers 201 again; a token last registered by another user moves to the caller.
+         * @description Idempotent upsert by token: registering the same token again answers 201 again (the platform is updated). A token registered to another account is never moved: 409 CONFLICT until that account unregisters it (or Expo reports the device gone). Apps unregister their token when the user signs out, so the next user of the device can register it.
          */
         post: operations["registerPushDevice"];
         delete?: never;
@@ -3011,6 +3011,15 @@ export interface operations {
             };
             /** @description Missing or invalid credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

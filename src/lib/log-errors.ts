@@ -43,11 +43,7 @@ export interface SerializedError {
 export function serializeError(value: Error): SerializedError {
   if (!(value instanceof Error)) return { type: typeof value, message: String(value), stack: '' };
   const chain: ErrorLike[] = [];
-  for (
-    let e: unknown = value;
-    e instanceof Error && chain.length < MAX_CAUSES && !chain.includes(e);
-    e = (e as ErrorLike).cause
-  ) {
+  for (let e: unknown = value; e instanceof Error && chain.length < MAX_CAUSES && !chain.includes(e); e = (e as ErrorLike).cause) {
     chain.push(e);
   }
   const first = chain[0];
