@@ -37,7 +37,7 @@ async function nonceFor(app: TestApp, w: Wallet, headers: Record<string, string>
     remoteAddress: ip,
   });
   expect(res.statusCode, res.body).toBe(200);
-  return { ...(res.json() as { nonce: string; expiresAt: string; message: string }), ip };
+  return { ...res.json<{ nonce: string; expiresAt: string; message: string }>(), ip };
 }
 
 async function signInWith(app: TestApp, w: Wallet, nonce: string, message: string | undefined, signed = message) {
