@@ -3,6 +3,36 @@ import { index, integer, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-c
 import { users } from './users.js';
 
 /**
+ * Sessions (docs/decisions.md §10.5): one row per refresh family, `id` = the
+ * family and the `sid` of its access tokens. Revocation is a property of the
+ * row (`revoked_at`), and every rotation locks the row and checks it in the same
+ * statement, so a revocation and a racing rotation are serialised (§10.2).
+ */
+export const authSessions = pgTable(
+  'sessions',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    lastUsedAt: timestamp('last_used_at', { withTimezone: true }).notNull().defaultNow(),
+    /** Sliding: last use + 90 days. */
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+    /** As seen at the last sign-in or refresh; null when unknown. */
+    userAgent: text('user_agent'),
+    ip: text('ip'),
+  },
+  (t) => [
+    index('sessions_user_live_idx')
+      .on(t.userId, t.lastUsedAt)
+      .where(sql`${t.revokedAt} is null`),
+    index('sessions_expires_idx').on(t.expiresAt),
+  ],
+);
+
+/**
  * Refresh tokens: only the SHA-256 of the opaque token is stored. A family is
  * one sign-in; rotation marks a token used and issues its successor in the
  * same family; reuse of a used token revokes the whole family.
@@ -20,9 +50,18 @@ export const refreshTokens = pgTable(
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    /**
+     * docs/decisions.md §10.3: while REFRESH_REUSE_GRACE_SECONDS > 0, the successor this
+     * token was rotated into, encrypted with a key derived from JWT_SECRET; cleared
+     * once the window has passed (at rest otherwise only hashes are stored).
+     */
+    successorSealed: text('successor_sealed'),
   },
   (t) => [
     index('refresh_tokens_family_idx').on(t.family),
+    index('refresh_tokens_sealed_idx')
+      .on(t.usedAt)
+      .where(sql`${t.successorSealed} is not null`),
     index('refresh_tokens_user_active_idx')
       .on(t.userId)
       .where(sql`${t.revokedAt} is null`),

@@ -7,9 +7,11 @@ import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import type { DbHandle } from './db/index.js';
 import { problem, unavailable } from './errors.js';
+import { serializeError } from './lib/log-errors.js';
 import { errorsPlugin, sendProblem } from './plugins/errors.js';
 import { securityHeadersPlugin } from './plugins/security-headers.js';
 import { infraPlugin } from './plugins/infra.js';
+import { clientAddressPlugin } from './plugins/client-address.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { authPlugin } from './plugins/auth.js';
 import { docsPlugin } from './plugins/docs.js';
@@ -31,6 +33,8 @@ import { jobDefinitions } from './jobs/registry.js';
 import type { JobDefinition } from './jobs/types.js';
 
 export const BODY_LIMIT = 64 * 1024;
+export const REQUEST_TIMEOUT_MS = 30_000;
+export const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
 export interface BuildOverrides {
   /** Share a database handle (tests); the caller closes it. */
@@ -52,6 +56,8 @@ export interface BuildOverrides {
 export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
   return {
     level: config.LOG_LEVEL,
+    // Database errors by their query's shape, never its values (src/lib/log-errors.ts).
+    serializers: { err: serializeError },
     // docs/decisions.md §3.11: never log tokens, signatures, cookies or secrets.
     redact: {
       paths: [
@@ -85,7 +91,8 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   const app = Fastify({
     logger: overrides.logger ?? loggerOptions(config),
     bodyLimit: BODY_LIMIT,
-    trustProxy: config.TRUST_PROXY,
+    // Off on purpose: the client address is ours (plugins/client-address.ts, docs/decisions.md §10.1).
+    trustProxy: false,
     requestIdHeader: false,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
@@ -104,6 +111,12 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
       );
     },
     routerOptions: { maxParamLength: 500 },
+    // docs/decisions.md §15.3: a request (headers and body) must arrive within 30 s, checked
+    // every 5 s (a half-sent body no longer holds a connection for minutes); idle keep-alive
+    // connections close after 72 s (longer than the usual load balancer's 60 s idle timeout).
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    http: { headersTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 5_000 },
     // Opening the database and migrating (PGlite first starts a WASM PostgreSQL)
     // can outlast the 10 s default on a loaded machine (tests/bench/RESULTS.md).
     pluginTimeout: 120_000,
@@ -156,6 +169,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     done(null, payload);
   });
 
+  await app.register(clientAddressPlugin);
   await app.register(rateLimitPlugin);
   // Before auth: the docs plugin marks /docs routes public as they are added,
   // and the auth plugin attaches its guard to each non-public route.

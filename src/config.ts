@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { parseProxyEntry } from './lib/client-address.js';
 
 /**
  * The environment, parsed once. Every variable of docs/decisions.md §1 (plus a few
@@ -67,6 +68,49 @@ const redisUrl = z.preprocess(
     .optional(),
 );
 
+/**
+ * docs/decisions.md §1 / §10.1: `false` or a comma list of the load balancers'
+ * addresses and CIDR ranges. `true` would trust the client's own header and is
+ * refused, as is any entry that is not an address or range.
+ */
+const trustProxy = z.preprocess(
+  emptyToUndefined,
+  z
+    .string()
+    .optional()
+    .superRefine((v, ctx) => {
+      if (v === undefined || ['false', '0', 'no', 'off'].includes(v.trim().toLowerCase())) return;
+      if (['true', '1', 'yes', 'on'].includes(v.trim().toLowerCase())) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'must list the load balancers (addresses or CIDR ranges such as 10.0.0.0/8,127.0.0.1): true would trust any client',
+        });
+        return;
+      }
+      const bad = v
+        .split(',')
+        .map((e) => e.trim())
+        .filter((e) => !parseProxyEntry(e));
+      if (bad.length > 0)
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be false or a comma list of IP addresses or CIDR ranges; not one: ${bad[0].slice(0, 60)}`,
+        });
+    })
+    .transform((v) =>
+      v === undefined || ['false', '0', 'no', 'off'].includes(v.trim().toLowerCase())
+        ? ([] as string[])
+        : v
+            .split(',')
+            .map((e) => e.trim())
+            .filter(Boolean),
+    ),
+);
+
+/** An RFC 3986 authority: host (name, IPv4 or [IPv6]) and an optional port. */
+const AUTHORITY =
+  /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
 const secret = (name: string) => z.preprocess(emptyToUndefined, z.string().min(32, `${name} must be at least 32 characters`).optional());
 
 const EnvSchema = z
@@ -109,7 +153,7 @@ const EnvSchema = z
         )
         .transform((list) => list.map((o) => o.replace(/\/$/, ''))),
     ),
-    TRUST_PROXY: bool(false),
+    TRUST_PROXY: trustProxy,
     JOBS: bool(true),
     LOG_LEVEL: z.preprocess(
       emptyToUndefined,
@@ -140,6 +184,20 @@ const EnvSchema = z
     ),
     MESSENGER_BOT_USERNAME: optionalString,
     INTERNAL_API_TOKEN: z.preprocess(emptyToUndefined, z.string().min(16, 'INTERNAL_API_TOKEN must be at least 16 characters').optional()),
+    REFRESH_REUSE_GRACE_SECONDS: z.preprocess(
+      emptyToUndefined,
+      z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0).max(30, 'must be at most 30').default(0),
+    ),
+    SIGN_IN_DOMAIN: z.preprocess(
+      emptyToUndefined,
+      z.string().regex(AUTHORITY, 'must be a host with an optional port, such as app.example.com').optional(),
+    ),
+    SIGN_IN_URI: httpUrl('SIGN_IN_URI').optional(),
+    SIGN_IN_CHAIN_ID: z.preprocess(
+      emptyToUndefined,
+      z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(1, 'must be a positive EIP-155 chain id').default(1),
+    ),
+    SIGN_IN_BARE_NONCE: bool(true),
     SHUTDOWN_TIMEOUT_MS: z.preprocess(
       emptyToUndefined,
       z.coerce.number({ message: 'must be a number' }).int().min(100, 'must be at least 100').default(10_000),
@@ -150,12 +208,18 @@ const EnvSchema = z
       if (!env.JWT_SECRET) {
         ctx.addIssue({ code: 'custom', path: ['JWT_SECRET'], message: 'is required when NODE_ENV=production' });
       }
-      if (env.CORS_ORIGINS.some((o) => o.startsWith('http://') && !/^http:\/\/(localhost|127\.0\.0\.1)(:|$)/.test(o))) {
+      if (env.CORS_ORIGINS.some((o) => o.startsWith('http://'))) {
         ctx.addIssue({
           code: 'custom',
           path: ['CORS_ORIGINS'],
           message: 'must list only https:// origins when NODE_ENV=production (cookies are SameSite=None; Secure)',
         });
+      }
+    }
+    // docs/decisions.md §10.8: a JWKS-verified token is only ours if its issuer and audience say so.
+    if (env.IDP_JWKS_URL) {
+      for (const name of ['IDP_ISSUER', 'IDP_AUDIENCE'] as const) {
+        if (!env[name]) ctx.addIssue({ code: 'custom', path: [name], message: 'is required when IDP_JWKS_URL is set' });
       }
     }
     if (env.JWT_SECRET && env.JWT_SECRET_PREVIOUS && env.JWT_SECRET === env.JWT_SECRET_PREVIOUS) {

@@ -22,7 +22,11 @@ describe('configuration', () => {
     expect(c.REDIS_URL).toBeUndefined();
     expect(c.NODE_ENV).toBe('development');
     expect(c.JOBS).toBe(true);
-    expect(c.TRUST_PROXY).toBe(false);
+    expect(c.TRUST_PROXY).toEqual([]);
+    expect(c.REFRESH_REUSE_GRACE_SECONDS).toBe(0);
+    expect(c.SIGN_IN_CHAIN_ID).toBe(1);
+    expect(c.SIGN_IN_BARE_NONCE).toBe(true);
+    expect(c.SIGN_IN_DOMAIN).toBeUndefined();
     expect(c.CORS_ORIGINS).toEqual([]);
     expect(c.jwtSecretGenerated).toBe(true);
     expect(c.JWT_SECRET.length).toBeGreaterThanOrEqual(32);
@@ -43,7 +47,12 @@ describe('configuration', () => {
       JWT_SECRET: 'x'.repeat(32),
       JWT_SECRET_PREVIOUS: 'y'.repeat(32),
       CORS_ORIGINS: 'https://a.example.com, https://b.example.com/',
-      TRUST_PROXY: 'true',
+      TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,::1, fd00::/8',
+      REFRESH_REUSE_GRACE_SECONDS: '10',
+      SIGN_IN_DOMAIN: 'app.example.com',
+      SIGN_IN_URI: 'https://app.example.com/',
+      SIGN_IN_CHAIN_ID: '137',
+      SIGN_IN_BARE_NONCE: 'false',
       JOBS: 'off',
       IDP_USERINFO_URL: 'https://idp.example.com/userinfo/',
       LOG_LEVEL: 'debug',
@@ -51,7 +60,12 @@ describe('configuration', () => {
     expect(c.PORT).toBe(8080);
     expect(c.databaseKind).toBe('postgres');
     expect(c.CORS_ORIGINS).toEqual(['https://a.example.com', 'https://b.example.com']);
-    expect(c.TRUST_PROXY).toBe(true);
+    expect(c.TRUST_PROXY).toEqual(['10.0.0.0/8', '127.0.0.1', '::1', 'fd00::/8']);
+    expect(c.REFRESH_REUSE_GRACE_SECONDS).toBe(10);
+    expect(c.SIGN_IN_DOMAIN).toBe('app.example.com');
+    expect(c.SIGN_IN_URI).toBe('https://app.example.com');
+    expect(c.SIGN_IN_CHAIN_ID).toBe(137);
+    expect(c.SIGN_IN_BARE_NONCE).toBe(false);
     expect(c.JOBS).toBe(false);
     expect(c.IDP_USERINFO_URL).toBe('https://idp.example.com/userinfo');
     expect(c.IDP_ISSUER).toBe('https://idp.example.com/userinfo'); // defaults to the userinfo URL
@@ -74,6 +88,51 @@ describe('configuration', () => {
     }
     // Secrets are never echoed back.
     expect(problems.join('\n')).not.toContain('short');
+  });
+
+  it('refuses TRUST_PROXY=true (it would trust the client-written header) and entries that are not addresses', () => {
+    for (const value of ['true', 'TRUE', '1', 'on']) {
+      const problems = problemsOf({ TRUST_PROXY: value });
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(/^TRUST_PROXY: must list the load balancers/);
+    }
+    for (const value of ['10.0.0.0/33', '10.0.0.1,garbage', '127.1', '2001:db8::/129', '10.0.0.0/8/8']) {
+      expect(problemsOf({ TRUST_PROXY: value })[0], value).toMatch(/^TRUST_PROXY: /);
+    }
+    for (const value of ['false', '', 'off']) expect(loadConfig({ TRUST_PROXY: value }).TRUST_PROXY).toEqual([]);
+  });
+
+  it('bounds REFRESH_REUSE_GRACE_SECONDS at 30 and checks the sign-in message settings', () => {
+    expect(problemsOf({ REFRESH_REUSE_GRACE_SECONDS: '31' })[0]).toMatch(/^REFRESH_REUSE_GRACE_SECONDS: .*30/);
+    expect(problemsOf({ REFRESH_REUSE_GRACE_SECONDS: '-1' })[0]).toMatch(/^REFRESH_REUSE_GRACE_SECONDS: /);
+    expect(problemsOf({ SIGN_IN_DOMAIN: 'https://app.example.com' })[0]).toMatch(/^SIGN_IN_DOMAIN: /);
+    expect(problemsOf({ SIGN_IN_URI: 'ftp://x' })[0]).toMatch(/^SIGN_IN_URI: /);
+    expect(problemsOf({ SIGN_IN_CHAIN_ID: '0' })[0]).toMatch(/^SIGN_IN_CHAIN_ID: /);
+    expect(loadConfig({ SIGN_IN_DOMAIN: 'localhost:5173' }).SIGN_IN_DOMAIN).toBe('localhost:5173');
+  });
+
+  it('IDP_JWKS_URL needs explicit IDP_ISSUER and IDP_AUDIENCE (the userinfo default does not count)', () => {
+    const problems = problemsOf({ IDP_JWKS_URL: 'https://idp.example.com/jwks', IDP_USERINFO_URL: 'https://idp.example.com/userinfo' });
+    expect(problems.some((p) => p.startsWith('IDP_ISSUER:') && p.includes('IDP_JWKS_URL'))).toBe(true);
+    expect(problems.some((p) => p.startsWith('IDP_AUDIENCE:') && p.includes('IDP_JWKS_URL'))).toBe(true);
+    expect(problemsOf({ IDP_JWKS_URL: 'https://idp.example.com/jwks', IDP_ISSUER: 'https://idp.example.com/' })).toEqual([
+      'IDP_AUDIENCE: is required when IDP_JWKS_URL is set',
+    ]);
+    const ok = loadConfig({ IDP_JWKS_URL: 'https://idp.example.com/jwks', IDP_ISSUER: 'https://idp.example.com/', IDP_AUDIENCE: 'api' });
+    expect(ok.IDP_ISSUER).toBe('https://idp.example.com/');
+  });
+
+  it('production refuses http:// CORS origins, localhost included', () => {
+    for (const origin of ['http://localhost:5173', 'http://127.0.0.1:3000', 'http://localhost']) {
+      const problems = problemsOf({
+        NODE_ENV: 'production',
+        JWT_SECRET: 'x'.repeat(32),
+        CORS_ORIGINS: `https://app.example.com,${origin}`,
+      });
+      expect(problems, origin).toHaveLength(1);
+      expect(problems[0]).toMatch(/^CORS_ORIGINS: /);
+    }
+    expect(loadConfig({ NODE_ENV: 'development', CORS_ORIGINS: 'http://localhost:5173' }).CORS_ORIGINS).toEqual(['http://localhost:5173']);
   });
 
   it('refuses unsafe production config', () => {

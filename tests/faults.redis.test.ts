@@ -18,7 +18,7 @@ describe('Redis down and back', () => {
       },
     };
     t = await buildTestApp(
-      { REDIS_URL: redis.url, TRUST_PROXY: 'true' },
+      { REDIS_URL: redis.url, TRUST_PROXY: '127.0.0.1' },
       {
         redis: undefined, // let the app open (and reconnect) its own client
         logger: { level: 'warn', stream } as never,

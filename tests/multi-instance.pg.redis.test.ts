@@ -16,7 +16,7 @@ import { ack, closeAll, connect, next, record, sleep } from './realtime/helpers.
  * PostgreSQL database and the shared Redis, hit alternately over HTTP: what a
  * load balancer in front of several instances relies on. The processes use
  * the production key prefix (`pb:`), so every run isolates itself by
- * unique client IPs (X-Forwarded-For, TRUST_PROXY=true), fresh wallets and
+ * unique client IPs (X-Forwarded-For, TRUST_PROXY=127.0.0.1, the test's own address), fresh wallets and
  * users, and deletes the Redis keys carrying them afterwards.
  */
 
@@ -55,7 +55,7 @@ async function startInstance(name: string, dbUrl: string): Promise<Instance> {
     REDIS_URL: REDIS_URL!,
     JWT_SECRET,
     INTERNAL_API_TOKEN: TOKEN,
-    TRUST_PROXY: 'true',
+    TRUST_PROXY: '127.0.0.1',
     JOBS: 'off',
     LOG_LEVEL: 'warn',
     ...venues.env,

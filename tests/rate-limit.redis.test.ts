@@ -35,8 +35,8 @@ describe('rate limits across instances', () => {
   it('is shared by two instances through Redis', async () => {
     const db = await createTestDb();
     const keyPrefix = `pbtest:${randomBytes(4).toString('hex')}:`;
-    const a = await buildTestApp({ TRUST_PROXY: 'true' }, { db, keyPrefix, extend: routes });
-    const b = await buildTestApp({ TRUST_PROXY: 'true' }, { db, keyPrefix, extend: routes });
+    const a = await buildTestApp({ TRUST_PROXY: '127.0.0.1' }, { db, keyPrefix, extend: routes });
+    const b = await buildTestApp({ TRUST_PROXY: '127.0.0.1' }, { db, keyPrefix, extend: routes });
     const h = { 'x-forwarded-for': '198.51.100.1' };
     const codes: number[] = [];
     for (const app of [a, b, a, b])

@@ -65,7 +65,7 @@ describe('rate-limited routes', () => {
     app.get('/api/v1/test/other', { config: { public: true, rateLimit: { max: 3, timeWindow: 60_000 } } }, async () => ({ ok: true }));
   };
   beforeAll(async () => {
-    t = await buildTestApp({ TRUST_PROXY: 'true' }, { extend: routes });
+    t = await buildTestApp({ TRUST_PROXY: '127.0.0.1' }, { extend: routes });
   });
   afterAll(async () => t?.close());
 

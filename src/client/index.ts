@@ -13,7 +13,15 @@ import { Realtime, type RealtimeOptions } from './realtime.js';
 import { ApiError } from './errors.js';
 
 export { ApiError } from './errors.js';
-export { Session, type SessionOptions, type TokenStorage, type SessionUser, type Chain } from './session.js';
+export {
+  Session,
+  type SessionOptions,
+  type TokenStorage,
+  type SessionUser,
+  type Chain,
+  type SessionInfo,
+  type RefreshLock,
+} from './session.js';
 export { Realtime, type RealtimeOptions, type RealtimeEvents, type Ack } from './realtime.js';
 export type { paths, components } from './schema.js';
 

@@ -9,7 +9,7 @@ type Schemas = components['schemas'];
 /**
  * What the server sends, event → payload: the channel events of the OpenAPI
  * document's `x-realtime` section (payload types generated from the server's
- * Zod schemas) and `auth:expired`. Channels: `market:<marketId>` →
+ * Zod schemas), `auth:expired` and `auth:revoked`. Channels: `market:<marketId>` →
  * `market:update`; `monitor:leaderboard` → `monitor:update`;
  * `user:notifications` → `notification`.
  */
@@ -18,6 +18,7 @@ export interface RealtimeEvents {
   'monitor:update': Schemas['MonitorUpdate'];
   notification: Schemas['Notification'];
   'auth:expired': Schemas['AuthExpired'];
+  'auth:revoked': Schemas['AuthRevoked'];
 }
 
 export interface RealtimeOptions {
@@ -39,6 +40,7 @@ export class Realtime {
   private readonly channels = new Set<string>();
   private readonly ackTimeoutMs: number;
   private closed = false;
+  private revoked = false;
 
   constructor(
     private readonly session: Session,
@@ -54,7 +56,12 @@ export class Realtime {
     // A server that shuts down (deploy, restart) disconnects its sockets on purpose, and
     // socket.io-client does not reconnect after that by itself: come back when it does.
     this.socket.on('disconnect', (reason) => {
-      if (reason === 'io server disconnect' && !this.closed) setTimeout(() => !this.closed && this.socket.connect(), 500);
+      if (reason === 'io server disconnect' && !this.closed && !this.revoked) setTimeout(() => !this.closed && this.socket.connect(), 500);
+    });
+    // docs/decisions.md §10.6: the session was ended (elsewhere, or by reuse detection): the server
+    // disconnects next; do not come back with the same token.
+    this.socket.on('auth:revoked', () => {
+      this.revoked = true;
     });
     this.socket.on('connect', () => {
       for (const channel of this.channels) void this.emit('subscribe', channel);

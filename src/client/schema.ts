@@ -59,7 +59,7 @@ export interface paths {
         put?: never;
         /**
          * Redeem a beta access key
-         * @description Uses one redemption of the key and sets the `beta_access=1` cookie. Public; with a bearer token the redeeming user is recorded and flagged (an invalid bearer token is a 401). 400 INVALID_BETA_KEY for unknown, revoked or used-up keys. 5/min per IP.
+         * @description Uses one redemption of the key and sets the `beta_access=1` cookie. Public; with a bearer token the redeeming user is recorded and flagged (an invalid bearer token is a 401). 400 INVALID_BETA_KEY for unknown, revoked or used-up keys. 5/min per client address.
          */
         post: operations["activateBetaKey"];
         delete?: never;
@@ -79,7 +79,7 @@ export interface paths {
         put?: never;
         /**
          * Sign in with an identity provider's access token
-         * @description Verified against IDP_JWKS_URL (issuer and audience checked) when set, else by calling IDP_USERINFO_URL. The account is keyed by (issuer, sub), lives at a synthetic EVM address (EIP-55 of the last 20 bytes of keccak256("idp:<issuer>:<sub>")) and is never merged with a wallet account. Same cookies and body as wallet sign-in. 401 INVALID_IDP_TOKEN when the provider rejects the token; 503 when it is unreachable or not configured. 10/min per IP.
+         * @description Verified against IDP_JWKS_URL when set (IDP_ISSUER and IDP_AUDIENCE are then required and checked), else by calling IDP_USERINFO_URL. The account is found by (issuer, sub) exactly and lives at a synthetic EVM address (EIP-55 of the last 20 bytes of keccak256("idp:<issuer>:<sub>")); it is never merged with a wallet account or another identity: when that address belongs to another account, 409 ACCOUNT_CONFLICT. Same cookies and body as wallet sign-in. 401 INVALID_IDP_TOKEN when the provider rejects the token (or it holds characters a header cannot carry); 503 when the provider is unreachable or not configured. 10/min per client address.
          */
         post: operations["signInWithIdp"];
         delete?: never;
@@ -99,7 +99,7 @@ export interface paths {
         put?: never;
         /**
          * Sign out everywhere
-         * @description Revokes every refresh token of the user (all families, all devices) and clears the three cookies.
+         * @description Ends every session of the user (all refresh families, all devices) and clears the three cookies. Within 2 s, on every instance, access tokens of those sessions get 401 SESSION_REVOKED and their sockets are disconnected.
          */
         post: operations["logout"];
         delete?: never;
@@ -119,10 +119,54 @@ export interface paths {
         put?: never;
         /**
          * Rotate the refresh token and get a new access token
-         * @description Takes the body `{ refreshToken }` when given, else the `refresh_token` cookie. The presented token is marked used and a successor in the same family is issued (90-day sliding expiry) in one atomic statement: of two concurrent refreshes with one token exactly one succeeds. Presenting a used token revokes its whole family (401 REFRESH_TOKEN_REUSED; no grace window). Unknown, expired or revoked: 401 INVALID_REFRESH_TOKEN. Every failure clears the three cookies. 60/min per token.
+         * @description Takes the body `{ refreshToken }` when given, else the `refresh_token` cookie. The presented token is marked used and a successor in the same session is issued (90-day sliding expiry) in one atomic statement: of two concurrent refreshes with one token exactly one succeeds. Presenting a used token ends its whole session on every instance (401 REFRESH_TOKEN_REUSED), unless REFRESH_REUSE_GRACE_SECONDS (default 0) is set and the token was rotated less than that many seconds ago while its successor is still unused: then 200 with that same successor. Ending a session and rotating one of its tokens are serialised: no token minted by a rotation that raced a revocation stays usable. Unknown, expired or revoked: 401 INVALID_REFRESH_TOKEN; every such failure clears the three cookies. A cookie refresh needs a trusted origin: `Origin` one of CORS_ORIGINS or the service's own (never `null`); without `Origin`, `Sec-Fetch-Site` absent, `none`, `same-origin` or `same-site`; otherwise 403 ORIGIN_NOT_ALLOWED with nothing rotated and the cookies left as they are. The body carries `refreshToken` only for a body refresh; a cookie refresh sets it as the cookie only, out of reach of page script. Both set the new cookies. 60/min per token and 120/min per client address (a 429 leaves the cookies).
          */
         post: operations["refreshSession"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's sessions
+         * @description The live sessions (one per sign-in; refreshes keep it) of the caller, most recently used first. `current` marks the session of the access token used; a token issued before sessions existed belongs to none. `userAgent` and `ip` are as seen at the last sign-in or refresh (null when unknown).
+         */
+        get: operations["listSessions"];
+        put?: never;
+        post?: never;
+        /**
+         * End every other session
+         * @description Ends every session of the caller but the current one (all of them when the access token predates sessions), with the same reach as ending one. Answers how many were ended.
+         */
+        delete: operations["endOtherSessions"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/sessions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End one session
+         * @description Ends the session (the caller's current one too: the response then clears the three cookies). Within 2 s, on every instance, its access tokens get 401 SESSION_REVOKED and its sockets receive `auth:revoked` and are disconnected; the user's other sessions are untouched. Another user's, unknown, malformed or already ended id: 404 NOT_FOUND.
+         */
+        delete: operations["endSession"];
         options?: never;
         head?: never;
         patch?: never;
@@ -139,7 +183,7 @@ export interface paths {
         put?: never;
         /**
          * Sign in with a Solana or EVM wallet signature
-         * @description Solana: base58 ed25519 detached signature (strict RFC 8032) over the nonce bytes. EVM: EIP-191 personal_sign by an externally owned account; the address is stored EIP-55. Creates the user on first sign-in (storing `referralCode` then only) and finds it afterwards. Sets the `refresh_token` (httpOnly, Path=/api/v1/auth), `logged_in=1` and `beta_access=1` cookies (Max-Age 90 days). 401 INVALID_NONCE / INVALID_SIGNATURE. 10/min per IP (malformed requests count; a refused (429) attempt does not consume its nonce).
+         * @description Sign the `message` of GET /auth/wallet/nonce and post it back as `message` (or a message the client built in the same format; a statement is optional). It is parsed and its domain, URI, address (any case), chain, nonce and version must be the ones issued with the nonce, `Issued At` within 60 s of now and `Expiration Time`, if present, no later than the nonce's expiry + 60 s; else 401 INVALID_MESSAGE. Without `message` the signature is over the bare nonce (the original flow), accepted while SIGN_IN_BARE_NONCE is true (the default; 401 INVALID_MESSAGE when false). Solana: base58 ed25519 detached signature (strict RFC 8032) over the UTF-8 bytes. EVM: EIP-191 personal_sign by an externally owned account; the address is stored EIP-55. Creates the user on first sign-in (storing `referralCode` then only) and finds it afterwards; starts a new session (its id is the `sid` of the access token). Sets the `refresh_token` (httpOnly, Path=/api/v1/auth), `logged_in=1` and `beta_access=1` cookies (Max-Age 90 days). 401 INVALID_NONCE / INVALID_MESSAGE / INVALID_SIGNATURE; every attempt consumes the nonce. 10/min per client address (malformed requests count; a refused (429) attempt does not consume its nonce).
          */
         post: operations["signInWithWallet"];
         delete?: never;
@@ -156,8 +200,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get a sign-in nonce for a wallet
-         * @description A single-use nonce bound to (chain, address), valid 5 minutes, 192 random bits in base58. Sign exactly its UTF-8 bytes. It is consumed by the first sign-in attempt that presents it, whether or not the signature verifies. EVM addresses are compared case-insensitively. Malformed address → 400. 20/min per IP (malformed requests count; a refused request is issued no nonce).
+         * Get a sign-in nonce and the message to sign
+         * @description A single-use nonce bound to (chain, address), valid 5 minutes, 192 random bits in base58, and `message`: the ready-to-sign, domain-bound text (docs/decisions.md §10.7) with the address, the nonce, `Issued At` (now) and `Expiration Time` (the nonce's expiry). `evm`: EIP-4361 (Sign-In with Ethereum), `Chain ID` from SIGN_IN_CHAIN_ID (default 1); `solana`: the Sign-In With Solana text, `Chain ID: mainnet`. Its domain and URI are SIGN_IN_DOMAIN and SIGN_IN_URI when set, else the request's Origin when it is listed in CORS_ORIGINS, else the service's own origin. The nonce is consumed by the first sign-in attempt that presents it, whether or not the signature verifies. EVM addresses are compared case-insensitively. Malformed address → 400. 20/min per client address (malformed requests count; a refused request is issued no nonce).
          */
         get: operations["getWalletNonce"];
         put?: never;
@@ -515,7 +559,7 @@ export interface paths {
         put?: never;
         /**
          * Register a device for push notifications
-         * @description Idempotent upsert by token: registering the same token again answers 201 again; a token last registered by another user moves to the caller.
+         * @description Idempotent upsert by token: registering the same token again answers 201 again (the platform is updated). A token registered to another account is never moved: 409 CONFLICT until that account unregisters it (or Expo reports the device gone). Apps unregister their token when the user signs out, so the next user of the device can register it.
          */
         post: operations["registerPushDevice"];
         delete?: never;
@@ -594,6 +638,12 @@ export interface components {
             channels: string[];
             /** Format: date-time */
             expiresAt: string;
+            message: string;
+        };
+        /** @description `auth:revoked`, to one socket: its session was ended (docs/decisions.md §10.6); the server disconnects it next */
+        AuthRevoked: {
+            /** @constant */
+            code: "SESSION_REVOKED";
             message: string;
         };
         BiggestWin: {
@@ -1443,8 +1493,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         accessToken: string;
-                        /** @description The same new token as the refresh_token cookie */
-                        refreshToken: string;
+                        /** @description The new refresh token, only when the token was presented in the body; a cookie refresh sets it as the cookie only */
+                        refreshToken?: string;
                         user: {
                             /**
                              * @description `solana` or `evm`
@@ -1474,6 +1524,21 @@ export interface operations {
             };
             /** @description Missing or invalid credentials */
             401: {
+                headers: {
+                    /** @description Requests allowed in the window */
+                    "RateLimit-Limit"?: unknown;
+                    /** @description Requests left in the window */
+                    "RateLimit-Remaining"?: unknown;
+                    /** @description Seconds until a request is allowed again */
+                    "RateLimit-Reset"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     /** @description Requests allowed in the window */
                     "RateLimit-Limit"?: unknown;
@@ -1524,6 +1589,207 @@ export interface operations {
             };
         };
     };
+    listSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        sessions: {
+                            /**
+                             * Format: date-time
+                             * @description Sign-in time, ISO 8601
+                             */
+                            createdAt: string;
+                            /** @description The session of the access token making this request */
+                            current: boolean;
+                            /**
+                             * Format: date-time
+                             * @description Sliding expiry: last use + 90 days, ISO 8601
+                             */
+                            expiresAt: string;
+                            /** @description The session id: the `sid` claim of its access tokens */
+                            id: string;
+                            /** @description Client address at the last sign-in or refresh; null when unknown */
+                            ip: string | null;
+                            /**
+                             * Format: date-time
+                             * @description Last sign-in or refresh, ISO 8601
+                             */
+                            lastUsedAt: string;
+                            /** @description As seen at the last sign-in or refresh; null when unknown */
+                            userAgent: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A required dependency is unavailable: see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    endOtherSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: int64
+                         * @description Sessions ended
+                         */
+                        revoked: number;
+                    };
+                };
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A required dependency is unavailable: see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    endSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A session id from GET /auth/sessions */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ended */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A required dependency is unavailable: see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     signInWithWallet: {
         parameters: {
             query?: never;
@@ -1541,6 +1807,8 @@ export interface operations {
                      * @enum {string}
                      */
                     chain: "solana" | "evm";
+                    /** @description The signed text: the `message` of the nonce answer, or one the client built in the same format (a statement is optional). Omitted: the signature is over the bare nonce (accepted while SIGN_IN_BARE_NONCE is true). */
+                    message?: string;
                     nonce: string;
                     /** @description Stored on first sign-up only; an unknown code never fails sign-in */
                     referralCode?: string;
@@ -1693,7 +1961,9 @@ export interface operations {
                          * @description ISO 8601; the nonce is single use and lives 5 minutes
                          */
                         expiresAt: string;
-                        /** @description Sign exactly these UTF-8 bytes */
+                        /** @description The ready-to-sign, domain-bound text (docs/decisions.md §10.7): EIP-4361 for `evm`, Sign-In With Solana for `solana`. Sign it and post it back as `message`. */
+                        message: string;
+                        /** @description Single use; alphanumeric (base58) */
                         nonce: string;
                     };
                 };
@@ -2005,7 +2275,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description Related ids, e.g. `orderId`, `marketId` */
+                    /** @description Related ids, e.g. `orderId`, `marketId`; a JSON object nesting at most 16 levels */
                     data?: {
                         [key: string]: unknown;
                     };
@@ -2894,6 +3164,15 @@ export interface operations {
             };
             /** @description Missing or invalid credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -28,6 +28,32 @@ export interface SessionOptions {
   /** Called once when the session ends because a refresh failed (docs/api-contract.md §5.7: log the user out). */
   onLoggedOut?: () => void;
   fetch?: typeof fetch;
+  /**
+   * Cookie mode: coordinates refreshes between the tabs of one browser so that two tabs never
+   * present one refresh cookie at once (that would be a reuse and end the session). Defaults to
+   * the Web Locks API (`navigator.locks`) where the platform has it; pass your own elsewhere.
+   */
+  refreshLock?: RefreshLock;
+}
+
+/** Runs `fn` while holding a lock shared by every tab (or process) that refreshes this session. */
+export type RefreshLock = <T>(name: string, fn: () => Promise<T>) => Promise<T>;
+
+/** One of the caller's sessions (docs/decisions.md §10.5). */
+export interface SessionInfo {
+  id: string;
+  current: boolean;
+  createdAt: string;
+  lastUsedAt: string;
+  expiresAt: string;
+  userAgent: string | null;
+  ip: string | null;
+}
+
+function webLocks(): RefreshLock | undefined {
+  const locks = (globalThis as { navigator?: { locks?: { request: <T>(name: string, fn: () => Promise<T>) => Promise<T> } } }).navigator
+    ?.locks;
+  return locks ? (name, fn) => locks.request(name, fn) : undefined;
 }
 
 /**
@@ -97,9 +123,10 @@ export class Session {
   }
 
   /**
-   * Wallet sign-in (docs/api-contract.md §5.2): nonce, sign locally, submit. `signMessage` gets the
-   * nonce string and returns the signature (base58 for Solana, 0x hex for EVM),
-   * so any wallet library plugs in.
+   * Wallet sign-in (docs/api-contract.md §5.2, docs/decisions.md §10.7): nonce, sign locally, submit.
+   * `signMessage` gets the text to sign: the server's domain-bound `message` (Sign-In with
+   * Ethereum / Solana) when it sends one, else the bare nonce; it returns the signature (base58
+   * for Solana, 0x hex for EVM), so any wallet library plugs in.
    */
   async signInWithWallet(input: {
     address: string;
@@ -110,9 +137,10 @@ export class Session {
     const q = new URLSearchParams({ address: input.address, chain: input.chain });
     const nonceRes = await this.doFetch(this.url(`/api/v1/auth/wallet/nonce?${q}`), { credentials: this.credentials() });
     if (!nonceRes.ok) throw await toApiError(nonceRes);
-    const { nonce } = (await nonceRes.json()) as { nonce: string };
-    const signature = await input.signMessage(nonce);
+    const { nonce, message } = (await nonceRes.json()) as { nonce: string; message?: string };
+    const signature = await input.signMessage(message ?? nonce);
     const body: Record<string, string> = { address: input.address, chain: input.chain, signature, nonce };
+    if (message !== undefined) body.message = message;
     if (input.referralCode) body.referralCode = input.referralCode;
     return this.startSession(await this.postJson('/api/v1/auth/wallet', body));
   }
@@ -132,7 +160,16 @@ export class Session {
     return this.refreshing;
   }
 
-  private async doRefresh(): Promise<string | null> {
+  private doRefresh(): Promise<string | null> {
+    // Cookie mode: the refresh cookie is shared by every tab of the browser. Two tabs
+    // presenting it at once would be a reuse (the session ends), so the request runs under
+    // a lock all tabs share; the next tab then presents the cookie the first one rotated.
+    const lock = this.opts.mode === 'cookie' ? (this.opts.refreshLock ?? webLocks()) : undefined;
+    const run = () => this.refreshOnce();
+    return lock ? lock(`pb-refresh:${this.opts.baseUrl}`, run) : run();
+  }
+
+  private async refreshOnce(): Promise<string | null> {
     let body: Record<string, string> = {};
     if (this.opts.mode === 'token') {
       const stored = await this.opts.storage!.get();
@@ -144,15 +181,17 @@ export class Session {
     } catch {
       return this.accessToken; // network trouble is not a logout; the caller's request fails as it is
     }
-    if (res.status === 429 || res.status >= 500) return null;
+    // 429, 5xx and 403 ORIGIN_NOT_ALLOWED leave the session (and its cookies) as they are.
+    if (res.status === 429 || res.status === 403 || res.status >= 500) return null;
     if (!res.ok) {
       await this.end();
       return null;
     }
-    const out = (await res.json()) as { accessToken: string; refreshToken: string; user: SessionUser };
+    // A cookie refresh answers without `refreshToken` (docs/decisions.md §3.6): it lives in the cookie only.
+    const out = (await res.json()) as { accessToken: string; refreshToken?: string; user: SessionUser };
     this.accessToken = out.accessToken;
     this.user = { ...this.user, ...out.user };
-    if (this.opts.mode === 'token') await this.opts.storage!.set(out.refreshToken);
+    if (this.opts.mode === 'token' && out.refreshToken) await this.opts.storage!.set(out.refreshToken);
     return out.accessToken;
   }
 
@@ -181,6 +220,33 @@ export class Session {
     if (this.opts.mode === 'token') await this.opts.storage!.set(null);
   }
 
+  /** The caller's live sessions, most recently used first (docs/decisions.md §10.5). */
+  async listSessions(): Promise<SessionInfo[]> {
+    const res = await this.authorizedFetch(this.url('/api/v1/auth/sessions'));
+    if (!res.ok) throw await toApiError(res);
+    return ((await res.json()) as { sessions: SessionInfo[] }).sessions;
+  }
+
+  /** Ends one session; ending the current one signs this client out too. */
+  async endSession(id: string): Promise<void> {
+    const current = this.accessToken ? currentSid(this.accessToken) === id : false;
+    const res = await this.authorizedFetch(this.url(`/api/v1/auth/sessions/${encodeURIComponent(id)}`), { method: 'DELETE' });
+    if (!res.ok) throw await toApiError(res);
+    if (current) {
+      this.accessToken = null;
+      this.user = null;
+      this.loggedOut = true;
+      if (this.opts.mode === 'token') await this.opts.storage!.set(null);
+    }
+  }
+
+  /** Ends every session but this one; resolves how many were ended. */
+  async endOtherSessions(): Promise<number> {
+    const res = await this.authorizedFetch(this.url('/api/v1/auth/sessions'), { method: 'DELETE' });
+    if (!res.ok) throw await toApiError(res);
+    return ((await res.json()) as { revoked: number }).revoked;
+  }
+
   /**
    * fetch with the bearer token; on 401 one shared refresh and one retry.
    * Used as openapi-fetch's fetch, so every typed call gets the 401 contract.
@@ -201,6 +267,23 @@ export class Session {
     if (!token) return first;
     return send(token);
   };
+}
+
+/** The `sid` claim of an access token (its session), read without verifying: only to compare ids. */
+function currentSid(accessToken: string): string | undefined {
+  try {
+    const part = accessToken.split('.')[1] ?? '';
+    const json = atob(
+      part
+        .replace(/-/g, '+')
+        .replace(/_/g, '/')
+        .padEnd(Math.ceil(part.length / 4) * 4, '='),
+    );
+    const sid = (JSON.parse(json) as { sid?: unknown }).sid;
+    return typeof sid === 'string' ? sid : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export { ApiError };

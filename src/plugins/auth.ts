@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import fastifyJwt from '@fastify/jwt';
 import type { FastifyRequest } from 'fastify';
 import { AppError, unauthorized } from '../errors.js';
+import { createRevocationStore, type RevocationStore } from '../domains/auth/revocations.js';
 
 export type Chain = 'solana' | 'evm';
 
@@ -11,19 +12,25 @@ export interface AuthUser {
   id: string;
   walletAddress: string;
   chain: Chain;
+  /**
+   * The session (refresh family) the token belongs to (docs/decisions.md §10.5);
+   * undefined for tokens issued before sessions existed.
+   */
+  sid?: string;
 }
 
 interface AccessClaims {
   sub: string;
   walletAddress: string;
   chain: Chain;
+  sid?: string;
   iat?: number;
   exp?: number;
 }
 
 declare module '@fastify/jwt' {
   interface FastifyJWT {
-    payload: { sub: string; walletAddress: string; chain: Chain };
+    payload: { sub: string; walletAddress: string; chain: Chain; sid?: string };
     user: AuthUser;
   }
 }
@@ -38,12 +45,16 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Verifies an access token (HS256 pinned; JWT_SECRET, then JWT_SECRET_PREVIOUS). Throws 401 AppError. */
     verifyAccessToken(token: string): AuthUser & { exp: number };
-    /** Signs a 15-minute access token for a user. */
+    /** Signs a 15-minute access token for a user and session. */
     signAccessToken(user: AuthUser): string;
+    /** Ended sessions, as every instance learns them (docs/decisions.md §10.6). */
+    sessionRevocations: RevocationStore;
   }
 }
 
 export const ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
+
+export const sessionRevoked = () => new AppError(401, 'SESSION_REVOKED', 'This session has ended: sign in again');
 
 function bearerToken(request: FastifyRequest): string | undefined {
   const h = request.headers.authorization;
@@ -85,6 +96,30 @@ export const authPlugin = fp(
       verifiers.push((t: string) => prev.verify<AccessClaims>(t));
     }
 
+    const revocations = createRevocationStore({
+      redis: app.redisClient,
+      redisReady: () => app.redisReady(),
+      keyPrefix: app.keyPrefix,
+      log: app.log,
+      // An access token lives 15 minutes; the margin covers clock skew between instances.
+      retainMs: (ACCESS_TOKEN_TTL_SECONDS + 120) * 1000,
+    });
+    app.decorate('sessionRevocations', revocations);
+    await revocations.start();
+    app.addHook('onClose', async () => revocations.close());
+
+    const checkClaims = (claims: AccessClaims) => {
+      if (
+        typeof claims.sub !== 'string' ||
+        typeof claims.walletAddress !== 'string' ||
+        (claims.chain !== 'solana' && claims.chain !== 'evm') ||
+        typeof claims.exp !== 'number' ||
+        (claims.sid !== undefined && typeof claims.sid !== 'string')
+      ) {
+        throw unauthorized('The access token is malformed');
+      }
+    };
+
     app.decorate('verifyAccessToken', (token: string) => {
       for (const verify of verifiers) {
         let claims: AccessClaims;
@@ -92,24 +127,28 @@ export const authPlugin = fp(
           claims = verify(token);
         } catch (err) {
           const code = (err as { code?: string }).code;
-          if (code === 'FAST_JWT_EXPIRED') throw unauthorized('The access token has expired');
+          if (code === 'FAST_JWT_EXPIRED') {
+            // The signature was checked before the expiry (fast-jwt): the claims are ours.
+            // Revocation wins over expiry (docs/decisions.md §10.6).
+            const sid = app.jwt.decode<AccessClaims>(token)?.sid;
+            if (typeof sid === 'string' && revocations.isRevoked(sid)) throw sessionRevoked();
+            throw unauthorized('The access token has expired');
+          }
           continue; // maybe signed with the previous key
         }
-        if (
-          typeof claims.sub !== 'string' ||
-          typeof claims.walletAddress !== 'string' ||
-          (claims.chain !== 'solana' && claims.chain !== 'evm') ||
-          typeof claims.exp !== 'number'
-        ) {
-          throw unauthorized('The access token is malformed');
-        }
-        return { id: claims.sub, walletAddress: claims.walletAddress, chain: claims.chain, exp: claims.exp };
+        checkClaims(claims);
+        if (claims.sid !== undefined && revocations.isRevoked(claims.sid)) throw sessionRevoked();
+        return { id: claims.sub, walletAddress: claims.walletAddress, chain: claims.chain, sid: claims.sid, exp: claims.exp! };
       }
       throw unauthorized('The access token is invalid');
     });
 
     app.decorate('signAccessToken', (user: AuthUser) =>
-      app.jwt.sign({ sub: user.id, walletAddress: user.walletAddress, chain: user.chain }),
+      app.jwt.sign(
+        user.sid === undefined
+          ? { sub: user.id, walletAddress: user.walletAddress, chain: user.chain }
+          : { sub: user.id, walletAddress: user.walletAddress, chain: user.chain, sid: user.sid },
+      ),
     );
 
     // The guard is attached to each route that needs it (not a global hook),
@@ -123,7 +162,7 @@ export const authPlugin = fp(
       } catch (err) {
         return done(err as Error);
       }
-      request.user = { id: user.id, walletAddress: user.walletAddress, chain: user.chain };
+      request.user = { id: user.id, walletAddress: user.walletAddress, chain: user.chain, sid: user.sid };
       done();
     };
     const internalGuard = (request: FastifyRequest, _reply: unknown, done: (err?: Error) => void) => {

@@ -72,9 +72,10 @@ export const rateLimitPlugin = fp(
       global: false,
       store: slidingStore(app.limiter) as never,
       enableDraftSpec: true,
-      keyGenerator: (req: FastifyRequest) => req.ip,
+      // docs/decisions.md §10.1: the client address (IPv6 by /64), never a client-written header.
+      keyGenerator: (req: FastifyRequest) => req.clientKey,
       errorResponseBuilder: (_req, ctx) => rateLimited(ctx.ttl),
     });
   },
-  { name: 'rate-limit', fastify: '5.x', dependencies: ['infra'] },
+  { name: 'rate-limit', fastify: '5.x', dependencies: ['infra', 'client-address'] },
 );

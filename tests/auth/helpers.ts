@@ -32,8 +32,13 @@ export async function getNonce(app: FastifyInstance, chain: string, address: str
   return res.json().nonce;
 }
 
-export function postWallet(app: FastifyInstance, body: Record<string, unknown>, remoteAddress?: string) {
-  return app.inject({ method: 'POST', url: '/api/v1/auth/wallet', payload: body, remoteAddress });
+export function postWallet(
+  app: FastifyInstance,
+  body: Record<string, unknown>,
+  remoteAddress?: string,
+  headers: Record<string, string> = {},
+) {
+  return app.inject({ method: 'POST', url: '/api/v1/auth/wallet', payload: body, remoteAddress, headers });
 }
 
 /** Nonce + sign + POST /auth/wallet from a distinct IP each time (keeps clear of per-IP limits). */
@@ -43,11 +48,16 @@ export function nextIp(): string {
   return `10.${(ipCounter >> 16) & 255}.${(ipCounter >> 8) & 255}.${ipCounter & 255}`;
 }
 
-export async function signIn(app: FastifyInstance, wallet: Wallet, extra: Record<string, unknown> = {}) {
+export async function signIn(
+  app: FastifyInstance,
+  wallet: Wallet,
+  extra: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+) {
   const ip = nextIp();
   const nonce = await getNonce(app, wallet.chain, wallet.address, ip);
   const signature = await wallet.sign(nonce);
-  const res = await postWallet(app, { address: wallet.address, chain: wallet.chain, signature, nonce, ...extra }, ip);
+  const res = await postWallet(app, { address: wallet.address, chain: wallet.chain, signature, nonce, ...extra }, ip, headers);
   return res;
 }
 

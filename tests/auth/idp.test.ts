@@ -197,3 +197,48 @@ describe('POST /api/v1/auth/idp unconfigured', () => {
     expectProblem(await postIdp(bareApp, 'anything'), 503, 'UNAVAILABLE');
   });
 });
+
+describe('IdP hardening (docs/decisions.md §10.8)', () => {
+  it('two identities whose idp:<iss>:<sub> strings collide are never merged: the second gets 409 ACCOUNT_CONFLICT', async () => {
+    // Issuer "https://id.example.com/" with sub "x:collide", and issuer "https://id.example.com/:x" with sub "collide":
+    // the same string, so the same synthetic address.
+    const other = await buildTestApp(
+      { IDP_JWKS_URL: `${fake.url}/.well-known/jwks.json`, IDP_ISSUER: `${ISSUER}:x`, IDP_AUDIENCE: AUDIENCE },
+      { db: jwksApp.db },
+    );
+    try {
+      expect(expectedAddress(ISSUER, 'x:collide')).toBe(expectedAddress(`${ISSUER}:x`, 'collide'));
+      const first = await postIdp(jwksApp, await token('x:collide'));
+      expect(first.statusCode, first.body).toBe(201);
+      const second = await postIdp(other, await token('collide', { iss: `${ISSUER}:x` }));
+      expectProblem(second, 409, 'ACCOUNT_CONFLICT');
+      expect(second.headers['set-cookie']).toBeUndefined();
+      // The first identity still signs into its own account.
+      expect((await postIdp(jwksApp, await token('x:collide'))).json().user.id).toBe(first.json().user.id);
+      const rows = await jwksApp.db.rows<{ idp_issuer: string; idp_subject: string }>(
+        sql`select idp_issuer, idp_subject from users where wallet_address = ${expectedAddress(ISSUER, 'x:collide')}`,
+      );
+      expect(rows).toEqual([{ idp_issuer: ISSUER, idp_subject: 'x:collide' }]);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('an account is found by (issuer, subject) exactly', async () => {
+    const a = await postIdp(userinfoApp, 'good-exact');
+    expect(a.statusCode).toBe(201);
+    await jwksApp.db.rows(sql`update users set wallet_address = ${expectedAddress('moved', 'x')} where id = ${a.json().user.id}`);
+    // The synthetic address no longer matches, the (issuer, subject) pair does: same account.
+    const b = await postIdp(userinfoApp, 'good-exact');
+    expect(b.statusCode, b.body).toBe(201);
+    expect(b.json().user.id).toBe(a.json().user.id);
+  });
+
+  it('a token a header cannot carry is 401 INVALID_IDP_TOKEN, never 503, and is never sent', async () => {
+    const before = fake.requests.filter((r) => r.path === '/userinfo').length;
+    for (const bad of ['good-tök', 'good-a\nb', 'good-a\u0001b', 'good a', 'good-\u007f']) {
+      expectProblem(await postIdp(userinfoApp, bad), 401, 'INVALID_IDP_TOKEN');
+    }
+    expect(fake.requests.filter((r) => r.path === '/userinfo').length).toBe(before);
+  });
+});

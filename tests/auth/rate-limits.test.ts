@@ -120,3 +120,85 @@ describe('docs/api-contract.md §8 limits on the auth routes (sliding window, pe
     expect((await refresh(other, ipA)).statusCode).toBe(200);
   });
 });
+
+describe('limits behind a listed load balancer (docs/decisions.md §10.1)', () => {
+  let lb: TestApp;
+  beforeAll(async () => {
+    lb = await buildTestApp({ TRUST_PROXY: '10.0.0.0/8' });
+  });
+  afterAll(async () => lb?.close());
+
+  const nonce = (remoteAddress: string, xff: string | undefined, address: string) =>
+    lb.app.inject({
+      method: 'GET',
+      url: '/api/v1/auth/wallet/nonce',
+      query: { chain: 'solana', address },
+      remoteAddress,
+      headers: xff === undefined ? {} : { 'x-forwarded-for': xff },
+    });
+
+  it('a client rotating the left-most X-Forwarded-For entry is still one client: 20, then 429', async () => {
+    const w = await solanaWallet();
+    // The load balancer (10.0.0.5) appends the real peer, 198.51.100.20; the client writes the rest.
+    for (let i = 0; i < 20; i++) expect((await nonce('10.0.0.5', `192.0.2.${i}, 198.51.100.20`, w.address)).statusCode).toBe(200);
+    expect429(await nonce('10.0.0.5', '192.0.2.99, 198.51.100.20', w.address), 20);
+    // Through another balancer of the list, same client: the same budget.
+    expect429(await nonce('10.9.9.9', '198.51.100.20', w.address), 20);
+    // Another client behind the same balancer has its own.
+    expect((await nonce('10.0.0.5', '192.0.2.1, 198.51.100.21', w.address)).statusCode).toBe(200);
+  });
+
+  it('a garbage entry is not a key of its own: the walk stops at the last valid address', async () => {
+    const w = await solanaWallet();
+    for (let i = 0; i < 20; i++) expect((await nonce('10.0.0.6', `garbage-${i}`, w.address)).statusCode).toBe(200);
+    expect429(await nonce('10.0.0.6', 'x'.repeat(8000), w.address), 20);
+  });
+
+  it('a peer that is not a listed balancer is the client, whatever it forwards', async () => {
+    const w = await solanaWallet();
+    for (let i = 0; i < 20; i++) expect((await nonce('203.0.113.50', `198.51.100.${i}`, w.address)).statusCode).toBe(200);
+    expect429(await nonce('203.0.113.50', '198.51.100.200', w.address), 20);
+  });
+
+  it('IPv6 clients are counted by their /64; the sessions list shows the full address', async () => {
+    const w = await solanaWallet();
+    for (let i = 0; i < 20; i++) {
+      expect((await nonce('10.0.0.5', `2001:db8:aa:bb:${i.toString(16)}::1`, w.address)).statusCode).toBe(200);
+    }
+    expect429(await nonce('10.0.0.5', '2001:db8:aa:bb:ffff:1:2:3', w.address), 20);
+    expect((await nonce('10.0.0.5', '2001:db8:aa:bc::1', w.address)).statusCode).toBe(200);
+
+    const wallet = await solanaWallet();
+    const client = '2001:db8:aa:cc:1234:5678:9abc:def0';
+    const n = await nonce('10.0.0.5', client, wallet.address);
+    const signedIn = await lb.app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/wallet',
+      payload: { address: wallet.address, chain: 'solana', nonce: n.json().nonce, signature: await wallet.sign(n.json().nonce) },
+      remoteAddress: '10.0.0.5',
+      headers: { 'x-forwarded-for': client, 'user-agent': 'test-agent/1.0' },
+    });
+    expect(signedIn.statusCode, signedIn.body).toBe(201);
+    const list = await lb.app.inject({
+      method: 'GET',
+      url: '/api/v1/auth/sessions',
+      headers: { authorization: `Bearer ${signedIn.json().accessToken}` },
+    });
+    expect(list.json().sessions).toEqual([expect.objectContaining({ ip: client, userAgent: 'test-agent/1.0', current: true })]);
+  });
+
+  it('POST /auth/refresh: 120 a minute per client address across random tokens (429 leaves the cookies)', async () => {
+    const post = (i: number) =>
+      lb.app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/refresh',
+        payload: { refreshToken: `random-token-${i}` },
+        remoteAddress: '10.0.0.7',
+        headers: { 'x-forwarded-for': `192.0.2.${i % 250}, 198.51.100.77` },
+      });
+    for (let i = 0; i < 120; i++) expectProblem(await post(i), 401, 'INVALID_REFRESH_TOKEN');
+    const refused = await post(999);
+    expect429(refused, 120);
+    expect(parseSetCookies(refused)).toEqual({});
+  });
+});

@@ -90,9 +90,12 @@ describe('POST /api/v1/auth/refresh', () => {
     const body = res.json();
     expect(body.user).toEqual({ id: s.user.id, walletAddress: s.user.walletAddress, chain: 'solana' });
     expect(t.app.verifyAccessToken(body.accessToken).id).toBe(s.user.id);
-    expect(body.refreshToken).not.toBe(s.refreshToken);
+    // docs/decisions.md §3.6: a cookie refresh never shows the refresh token to page script.
+    expect(body).not.toHaveProperty('refreshToken');
+    expect(res.body).not.toContain(parseSetCookies(res).refresh_token.value);
     const c = parseSetCookies(res);
-    expect(c.refresh_token.value).toBe(body.refreshToken);
+    expect(c.refresh_token.value).not.toBe(s.refreshToken);
+    body.refreshToken = c.refresh_token.value;
     expect(c.logged_in.value).toBe('1');
     expect(c.beta_access.value).toBe('1');
 

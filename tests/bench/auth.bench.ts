@@ -69,7 +69,7 @@ export default async function run() {
   const raw0 = await rawNoble(3000);
   const rawOurs = await rawVerifyRate(3000, () => verifySolanaSignature(address, sigB58, msg));
 
-  const app = await startApp({ TRUST_PROXY: 'true' });
+  const app = await startApp({ TRUST_PROXY: '127.0.0.1' });
   try {
     // Rounds of (raw verify rate, then sign-in flat out) on this noisy shared machine: the ratio is the median of
     // the per-round ratios, each against the raw rate measured just before it.

@@ -144,7 +144,7 @@ async function measureBare(): Promise<Measured> {
 
 export default async function run() {
   const bare = await measureBare();
-  const app = await startApp({ TRUST_PROXY: 'true' });
+  const app = await startApp({ TRUST_PROXY: '127.0.0.1' });
   let ours: Measured;
   try {
     // The payload carries timing fields beyond the contract's MarketUpdate, so this drives the bus

@@ -96,6 +96,81 @@ describe('in a real browser', () => {
     await context.close();
   }, 60_000);
 
+  it('two tabs refreshing at once take turns (Web Locks): neither presents a rotated cookie, the session survives', async () => {
+    const context = await browser.newContext();
+    const [tabA, tabB] = [await context.newPage(), await context.newPage()];
+    await tabA.goto(allowedPage.url);
+    await tabB.goto(allowedPage.url);
+    await tabA.evaluate(async (apiUrl) => {
+      const { createApiClient, newWallet } = (window as any).pb;
+      const wallet = await newWallet();
+      const client = createApiClient({ baseUrl: apiUrl, mode: 'cookie' });
+      await client.session.signInWithWallet({ address: wallet.address, chain: 'solana', signMessage: wallet.sign });
+    }, api);
+    // Both tabs start a refresh at the same instant, each with its own client (a page load each).
+    const startAt = Date.now() + 400;
+    const inTab = (tab: typeof tabA) =>
+      tab.evaluate(
+        async ([apiUrl, at]) => {
+          const { createApiClient } = (window as any).pb;
+          let loggedOut = false;
+          const client = createApiClient({ baseUrl: apiUrl, mode: 'cookie', onLoggedOut: () => (loggedOut = true) });
+          await new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
+          const token = await client.session.refresh();
+          return { ok: token !== null, loggedOut, locks: typeof navigator.locks?.request === 'function' };
+        },
+        [api, startAt] as const,
+      );
+    const results = await Promise.all([inTab(tabA), inTab(tabB)]);
+    expect(results).toEqual([
+      { ok: true, loggedOut: false, locks: true },
+      { ok: true, loggedOut: false, locks: true },
+    ]);
+    // The session is alive: another refresh from the cookie works, and its body never shows the refresh token.
+    const after = await tabB.evaluate(async (apiUrl) => {
+      const res = await fetch(`${apiUrl}/api/v1/auth/refresh`, {
+        method: 'POST',
+        credentials: 'include',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
+      const body = await res.json();
+      return { status: res.status, hasRefreshToken: 'refreshToken' in body, sees: document.cookie.includes('refresh_token') };
+    }, api);
+    expect(after).toEqual({ status: 200, hasRefreshToken: false, sees: false });
+    await context.close();
+  }, 60_000);
+
+  it('a page of another site cannot rotate the cookie (403 ORIGIN_NOT_ALLOWED, cookies kept)', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(allowedPage.url);
+    await page.evaluate(async (apiUrl) => {
+      const { createApiClient, newWallet } = (window as any).pb;
+      const wallet = await newWallet();
+      await createApiClient({ baseUrl: apiUrl, mode: 'cookie' }).session.signInWithWallet({
+        address: wallet.address,
+        chain: 'solana',
+        signMessage: wallet.sign,
+      });
+    }, api);
+    const before = (await context.cookies(`${api}/api/v1/auth/refresh`)).find((c) => c.name === 'refresh_token')!.value;
+    const evil = await context.newPage();
+    await evil.goto(otherPage.url);
+    // The cookie goes along (same site, SameSite=Lax); the answer is unreadable to the page (CORS), and the server refuses.
+    await evil.evaluate(async (apiUrl) => {
+      await fetch(`${apiUrl}/api/v1/auth/refresh`, { method: 'POST', credentials: 'include', mode: 'no-cors' }).catch(() => undefined);
+    }, api);
+    const after = (await context.cookies(`${api}/api/v1/auth/refresh`)).find((c) => c.name === 'refresh_token');
+    expect(after?.value).toBe(before);
+    const stillWorks = await page.evaluate(async (apiUrl) => {
+      const { createApiClient } = (window as any).pb;
+      return (await createApiClient({ baseUrl: apiUrl, mode: 'cookie' }).session.refresh()) !== null;
+    }, api);
+    expect(stillWorks).toBe(true);
+    await context.close();
+  }, 60_000);
+
   it('CORS refuses an origin that is not listed', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();

@@ -21,7 +21,7 @@ beforeAll(async () => {
       ? { body: { sub: 'idp-user-42', email: 'a@example.com' } }
       : { status: 401, body: { error: 'invalid_token' } },
   );
-  t = await buildTestApp({ TRUST_PROXY: 'true', INTERNAL_API_TOKEN: INTERNAL, IDP_USERINFO_URL: `${idp.url}/userinfo` });
+  t = await buildTestApp({ TRUST_PROXY: '127.0.0.1', INTERNAL_API_TOKEN: INTERNAL, IDP_USERINFO_URL: `${idp.url}/userinfo` });
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(t.app.server.address() as { port: number }).port}`;
 });
@@ -159,6 +159,47 @@ describe('client: cookie mode (browser)', () => {
     await c.session.logout();
     expect(c.session.signedIn).toBe(false);
     expect(jar.has('refresh_token')).toBe(false);
+  });
+});
+
+describe('client: domain-bound sign-in and sessions (docs/decisions.md §10.5, §10.7)', () => {
+  it("signs the server's ready-to-sign message, not the bare nonce", async () => {
+    const signed: string[] = [];
+    const wallet = await solanaWallet();
+    const c = createApiClient({ baseUrl: base, mode: 'token', storage: memoryStorage(), fetch: clientFetch().fetch });
+    await c.session.signInWithWallet({
+      address: wallet.address,
+      chain: 'solana',
+      signMessage: (m) => {
+        signed.push(m);
+        return wallet.sign(m);
+      },
+    });
+    expect(signed).toHaveLength(1);
+    expect(signed[0]).toMatch(/^127\.0\.0\.1:\d+ wants you to sign in with your Solana account:\n/);
+    expect(signed[0]).toContain(`\n${wallet.address}\n`);
+  });
+
+  it('lists sessions, ends the others, and ending the current one signs the client out', async () => {
+    const wallet = evmWallet();
+    const other = createApiClient({ baseUrl: base, mode: 'token', storage: memoryStorage(), fetch: clientFetch().fetch });
+    await other.session.signInWithWallet({ address: wallet.address, chain: 'evm', signMessage: wallet.sign });
+    const storage = memoryStorage();
+    const c = createApiClient({ baseUrl: base, mode: 'token', storage, fetch: clientFetch().fetch });
+    await c.session.signInWithWallet({ address: wallet.address, chain: 'evm', signMessage: wallet.sign });
+    const sessions = await c.session.listSessions();
+    expect(sessions).toHaveLength(2);
+    expect(sessions.filter((x) => x.current)).toHaveLength(1);
+    expect(await c.session.endOtherSessions()).toBe(1);
+    const err = await other.session.listSessions().catch((e: unknown) => e);
+    expect((err as ApiError).status).toBe(401); // its session is over; its refresh fails too
+    expect(other.session.signedIn).toBe(false);
+
+    const mine = (await c.session.listSessions())[0];
+    expect(mine.current).toBe(true);
+    await c.session.endSession(mine.id);
+    expect(c.session.signedIn).toBe(false);
+    expect(storage.value).toBeNull();
   });
 });
 

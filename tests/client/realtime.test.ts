@@ -14,7 +14,7 @@ let port: number;
 const open: Realtime[] = [];
 
 async function startOn(p: number) {
-  const app = await buildTestApp({ TRUST_PROXY: 'true' }, { db });
+  const app = await buildTestApp({ TRUST_PROXY: '127.0.0.1' }, { db });
   await app.app.listen({ port: p, host: '127.0.0.1' });
   return app;
 }

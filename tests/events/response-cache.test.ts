@@ -4,7 +4,7 @@ import { createResponseCache } from '../../src/domains/events/cache.js';
 describe('events response cache', () => {
   it('peek answers only a produced, fresh entry; misses share one production; clear and TTL drop entries', async () => {
     let now = 1_000;
-    const cache = createResponseCache({ ttlMs: 5_000, maxEntries: 2, now: () => now });
+    const cache = createResponseCache({ ttlMs: 5_000, maxEntries: 2, maxBytes: 1_000_000, now: () => now });
     let produced = 0;
     let release!: (v: string) => void;
     const pending = new Promise<string>((r) => (release = r));
@@ -35,5 +35,18 @@ describe('events response cache', () => {
     await cache.get('y', async () => 'y');
     await cache.get('z', async () => 'z');
     expect([cache.peek('x'), cache.peek('y'), cache.peek('z')]).toEqual([undefined, 'y', 'z']);
+  });
+
+  it('is bounded by a byte budget, not only a count: the oldest bodies leave, an oversized one is not kept', async () => {
+    const cache = createResponseCache({ ttlMs: 60_000, maxEntries: 1_000, maxBytes: 10_000 });
+    for (let i = 0; i < 20; i++) await cache.get(`k${i}`, async () => 'x'.repeat(3_000));
+    expect(cache.bytes).toBeLessThanOrEqual(10_000);
+    expect(cache.peek('k19')).toBeDefined();
+    expect(cache.peek('k0')).toBeUndefined();
+    await cache.get('huge', async () => 'y'.repeat(20_000));
+    expect(cache.peek('huge')).toBeUndefined();
+    expect(cache.bytes).toBeLessThanOrEqual(10_000);
+    cache.clear();
+    expect(cache.bytes).toBe(0);
   });
 });

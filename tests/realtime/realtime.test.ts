@@ -248,13 +248,36 @@ describe('limits with their own apps', () => {
   });
 
   it('counts the X-Forwarded-For client with TRUST_PROXY', async () => {
-    const own = await buildTestApp({ TRUST_PROXY: 'true' }, { db });
+    const own = await buildTestApp({ TRUST_PROXY: '127.0.0.1,10.0.0.0/8' }, { db });
     const u = await listen(own.app);
     try {
       const h = { extraHeaders: { 'x-forwarded-for': '198.51.100.1, 10.0.0.1' } };
       for (let i = 0; i < 20; i++) await connect(u, h);
       expect(await refusal(u, h)).toBe('TOO_MANY_CONNECTIONS');
       expect(await refusal(u, { extraHeaders: { 'x-forwarded-for': '198.51.100.2' } })).toBe('CONNECTED');
+    } finally {
+      closeAll();
+      await own.close();
+    }
+  });
+
+  it('caps raw Engine.IO connections that never join the namespace, per client address', async () => {
+    const own = await buildTestApp({ TRUST_PROXY: '127.0.0.1' }, { db, realtime: { maxConnectionsPerIp: 3 } });
+    const u = await listen(own.app);
+    // A bare Engine.IO handshake (no Socket.IO CONNECT): an open connection the socket limits never see.
+    const handshake = (ip: string) => fetch(`${u}/socket.io/?EIO=4&transport=polling`, { headers: { 'x-forwarded-for': ip } });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const res = await handshake('198.51.100.60');
+        expect(res.status).toBe(200);
+        expect(await res.text()).toContain('"sid"');
+      }
+      const refused = await handshake('198.51.100.60');
+      expect(refused.status).toBe(403);
+      await refused.text();
+      // Another client is unaffected, and so is a real Socket.IO client of it.
+      expect((await handshake('198.51.100.61')).status).toBe(200);
+      expect(await refusal(u, { extraHeaders: { 'x-forwarded-for': '198.51.100.62' } })).toBe('CONNECTED');
     } finally {
       closeAll();
       await own.close();

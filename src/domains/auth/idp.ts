@@ -35,20 +35,33 @@ const TOKEN_ERRORS = new Set<string>([
 ]);
 
 /**
- * Builds the verifier the configuration asks for: JWKS (jose; issuer and
- * audience checked when configured) when IDP_JWKS_URL is set, else the
- * provider's userinfo endpoint. Neither configured: every call is a 503.
+ * RFC 6750 b64token: what a Bearer credential may hold. Anything else cannot
+ * be carried in the userinfo request's Authorization header (fetch throws
+ * before sending), so it is the caller's token that is wrong: 401, never 503
+ * (docs/decisions.md §10.8).
+ */
+const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
+/**
+ * Builds the verifier the configuration asks for: JWKS (jose; the configured
+ * issuer and audience always checked, docs/decisions.md §10.8) when IDP_JWKS_URL
+ * is set, else the provider's userinfo endpoint. Neither configured: every
+ * call is a 503.
  */
 export function createIdpVerifier(config: Config): IdpVerifier {
   if (config.IDP_JWKS_URL) {
     const jwksUrl = config.IDP_JWKS_URL;
+    const issuer = config.IDP_ISSUER;
+    const audience = config.IDP_AUDIENCE;
+    // The configuration refuses IDP_JWKS_URL without both; never verify with either left open.
+    if (!issuer || !audience) throw new Error('IDP_JWKS_URL requires IDP_ISSUER and IDP_AUDIENCE');
     const jwks = createRemoteJWKSet(new URL(jwksUrl), { timeoutDuration: 5_000, cooldownDuration: 30_000, cacheMaxAge: 10 * 60_000 });
     return async (token) => {
       let payload;
       try {
         ({ payload } = await jwtVerify(token, jwks, {
-          issuer: config.IDP_ISSUER,
-          audience: config.IDP_AUDIENCE,
+          issuer,
+          audience,
           // An access token must expire; asymmetric algorithms only (no HS* with a public key).
           requiredClaims: ['exp', 'sub'],
           algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'],
@@ -60,7 +73,6 @@ export function createIdpVerifier(config: Config): IdpVerifier {
         throw providerDown();
       }
       if (typeof payload.sub !== 'string' || payload.sub.length === 0) throw rejected('The access token names no subject');
-      const issuer = config.IDP_ISSUER ?? (typeof payload.iss === 'string' && payload.iss ? payload.iss : jwksUrl);
       return { issuer, subject: payload.sub };
     };
   }
@@ -68,6 +80,7 @@ export function createIdpVerifier(config: Config): IdpVerifier {
     const userinfoUrl = config.IDP_USERINFO_URL;
     const issuer = config.IDP_ISSUER ?? userinfoUrl;
     return async (token) => {
+      if (!BEARER_TOKEN.test(token)) throw rejected('The access token holds characters a bearer token cannot');
       let info: unknown;
       try {
         info = await requestJson(userinfoUrl, {

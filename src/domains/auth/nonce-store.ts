@@ -8,6 +8,14 @@ export const NONCE_TTL_MS = 5 * 60 * 1000;
 export interface NonceBinding {
   chain: string;
   address: string;
+  /** The domain and URI of the ready-to-sign message issued with the nonce (docs/decisions.md §10.7). */
+  domain: string;
+  uri: string;
+}
+
+/** What `take` answers: the binding and when the nonce expires (ms). */
+export interface TakenNonce extends NonceBinding {
+  expiresAt: number;
 }
 
 /** The rate limit a nonce operation counts against (a sliding window key, docs/api-contract.md §8). */
@@ -38,7 +46,7 @@ export interface Limited<T> {
 export interface NonceStore {
   issue(binding: NonceBinding, limit: NonceLimit): Promise<Limited<{ nonce: string; expiresAt: Date } | undefined>>;
   /** Removes the nonce and returns what it was bound to, or undefined if unknown/expired/used. */
-  take(nonce: string, limit: NonceLimit): Promise<Limited<NonceBinding | undefined>>;
+  take(nonce: string, limit: NonceLimit): Promise<Limited<TakenNonce | undefined>>;
   close(): void;
 }
 
@@ -72,17 +80,20 @@ export function createNonceStore(deps: NonceStoreDeps): NonceStore {
   sweeper.unref();
   const key = (nonce: string) => `${deps.keyPrefix}auth:nonce:${nonce}`;
 
-  const takeLocal = (nonce: string): NonceBinding | undefined => {
+  const takeLocal = (nonce: string): TakenNonce | undefined => {
     const entry = local.get(nonce);
     if (!entry) return undefined;
     local.delete(nonce);
-    return entry.expiresAt > deps.clock().getTime() ? entry.binding : undefined;
+    return entry.expiresAt > deps.clock().getTime() ? { ...entry.binding, expiresAt: entry.expiresAt } : undefined;
   };
 
-  const parse = (value: string): NonceBinding | undefined => {
-    const [expires, chain, ...rest] = value.split(':');
-    if (Number(expires) <= deps.clock().getTime()) return undefined;
-    return { chain, address: rest.join(':') };
+  // expiresAt LF chain LF address LF domain LF uri: none of them can hold a line feed.
+  const encode = (expiresAt: number, b: NonceBinding) => [expiresAt, b.chain, b.address, b.domain, b.uri].join('\n');
+  const parse = (value: string): TakenNonce | undefined => {
+    const [expires, chain, address, domain, uri] = value.split('\n');
+    const expiresAt = Number(expires);
+    if (!(expiresAt > deps.clock().getTime()) || uri === undefined) return undefined;
+    return { chain, address, domain, uri, expiresAt };
   };
 
   /**
@@ -102,7 +113,7 @@ export function createNonceStore(deps: NonceStoreDeps): NonceStore {
       const expiresAt = new Date(deps.clock().getTime() + NONCE_TTL_MS);
       // The expiry travels with the value and is checked against the app clock on take;
       // Redis's own TTL (a little longer) only collects garbage.
-      const value = `${expiresAt.getTime()}:${binding.chain}:${binding.address}`;
+      const value = encode(expiresAt.getTime(), binding);
       const { hit, redis } = await guarded(limit, { kind: 'set', key: key(nonce), value, px: NONCE_TTL_MS + 60_000 });
       if (hit.current > limit.max) return { hit, value: undefined };
       if (redis === undefined) {

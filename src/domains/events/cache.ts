@@ -5,6 +5,10 @@
  * staleness when another instance ran the job) and are dropped at once when
  * a job in this process reports a write. Concurrent misses on one key share
  * one database read. Failed reads (404s included) are not kept.
+ *
+ * The bound is a budget of characters held (≈ bytes: the bodies are JSON), not
+ * only a count: anonymous requests choose the keys, and a count of large pages
+ * could pin hundreds of megabytes. The oldest entries leave first.
  */
 export interface ResponseCache {
   get(key: string, produce: () => Promise<string>): Promise<string>;
@@ -12,31 +16,47 @@ export interface ResponseCache {
   peek(key: string): string | undefined;
   clear(): void;
   readonly size: number;
+  /** Characters held by produced entries (the budget's measure). */
+  readonly bytes: number;
 }
 
-export function createResponseCache(opts: { ttlMs: number; maxEntries: number; now?: () => number }): ResponseCache {
+export function createResponseCache(opts: { ttlMs: number; maxEntries: number; maxBytes: number; now?: () => number }): ResponseCache {
   const now = opts.now ?? Date.now;
-  const entries = new Map<string, { at: number; value: Promise<string>; done?: string }>();
+  type Entry = { at: number; value: Promise<string>; done?: string };
+  const entries = new Map<string, Entry>();
+  let bytes = 0;
   let generation = 0;
+  const drop = (key: string) => {
+    const e = entries.get(key);
+    if (!e) return;
+    entries.delete(key);
+    if (e.done !== undefined) bytes -= e.done.length;
+  };
   return {
     get(key, produce) {
       const hit = entries.get(key);
       if (hit && now() - hit.at < opts.ttlMs) return hit.value;
       const gen = generation;
       const value = produce();
-      const entry: { at: number; value: Promise<string>; done?: string } = { at: now(), value };
-      entries.delete(key);
+      const entry: Entry = { at: now(), value };
+      drop(key);
       if (entries.size >= opts.maxEntries) {
         // Maps iterate in insertion order: the first key is the oldest.
         const oldest = entries.keys().next().value;
-        if (oldest !== undefined) entries.delete(oldest);
+        if (oldest !== undefined) drop(oldest);
       }
       entries.set(key, entry);
       value.then(
         (v) => {
+          if (entries.get(key) !== entry) return;
+          // A write landed while this read was in flight, or the body alone is over budget: do not keep it.
+          if (gen !== generation || v.length > opts.maxBytes) return void entries.delete(key);
           entry.done = v;
-          // A write landed while this read was in flight: do not serve its result again.
-          if (gen !== generation && entries.get(key) === entry) entries.delete(key);
+          bytes += v.length;
+          for (const oldest of entries.keys()) {
+            if (bytes <= opts.maxBytes) break;
+            if (oldest !== key && entries.get(oldest)?.done !== undefined) drop(oldest);
+          }
         },
         () => {
           if (entries.get(key) === entry) entries.delete(key);
@@ -51,9 +71,13 @@ export function createResponseCache(opts: { ttlMs: number; maxEntries: number; n
     clear() {
       generation++;
       entries.clear();
+      bytes = 0;
     },
     get size() {
       return entries.size;
+    },
+    get bytes() {
+      return bytes;
     },
   };
 }

@@ -18,7 +18,7 @@ export const EVENTS_CACHE_TTL_MS = 5_000;
  * this process clear it when they write (app.signals `dataChanged`).
  */
 export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
-  const cache = createResponseCache({ ttlMs: EVENTS_CACHE_TTL_MS, maxEntries: 5_000 });
+  const cache = createResponseCache({ ttlMs: EVENTS_CACHE_TTL_MS, maxEntries: 5_000, maxBytes: 16 * 1024 * 1024 });
   const deps = { db: app.db, dbh: app.dbh, clock: app.clock };
   const cacheNote = `Served from a per-instance cache refreshed when the sync jobs write (at most ${EVENTS_CACHE_TTL_MS / 1000} s stale).`;
 

@@ -33,15 +33,42 @@ export interface LeaderboardCache {
   pointers?: { at: number; map: Map<string, Pointer> };
   pages: Map<string, string>;
   maxPages: number;
+  /** Budget of characters (≈ bytes of JSON) the pages may hold; anonymous requests choose the keys. */
+  maxBytes: number;
+  bytes: number;
 }
 
-export function createLeaderboardCache(opts: { pointerTtlMs?: number; maxPages?: number } = {}): LeaderboardCache {
-  return { pointerTtlMs: opts.pointerTtlMs ?? 1_000, pages: new Map(), maxPages: opts.maxPages ?? 2_000 };
+export function createLeaderboardCache(opts: { pointerTtlMs?: number; maxPages?: number; maxBytes?: number } = {}): LeaderboardCache {
+  return {
+    pointerTtlMs: opts.pointerTtlMs ?? 1_000,
+    pages: new Map(),
+    maxPages: opts.maxPages ?? 2_000,
+    maxBytes: opts.maxBytes ?? 16 * 1024 * 1024,
+    bytes: 0,
+  };
 }
 
 export function invalidateLeaderboardCache(cache: LeaderboardCache): void {
   cache.pointers = undefined;
   cache.pages.clear();
+  cache.bytes = 0;
+}
+
+/** Keeps a page, oldest pages leaving first while over the count or the byte budget. */
+export function keepPage(cache: LeaderboardCache, key: string, body: string): void {
+  if (body.length > cache.maxBytes) return;
+  const previous = cache.pages.get(key);
+  if (previous !== undefined) {
+    cache.pages.delete(key);
+    cache.bytes -= previous.length;
+  }
+  for (const [oldest, page] of cache.pages) {
+    if (cache.pages.size < cache.maxPages && cache.bytes + body.length <= cache.maxBytes) break;
+    cache.pages.delete(oldest);
+    cache.bytes -= page.length;
+  }
+  cache.pages.set(key, body);
+  cache.bytes += body.length;
 }
 
 export interface ReadDeps {
@@ -215,13 +242,7 @@ export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery): 
     nextCursor = encodeCursor(deps.secret, CURSOR_SCOPE, payload);
   }
   const body = JSON.stringify({ traders, nextCursor } satisfies LeaderboardPage);
-  if (cacheKey) {
-    if (deps.cache.pages.size >= deps.cache.maxPages) {
-      const oldest = deps.cache.pages.keys().next().value;
-      if (oldest !== undefined) deps.cache.pages.delete(oldest);
-    }
-    deps.cache.pages.set(cacheKey, body);
-  }
+  if (cacheKey) keepPage(deps.cache, cacheKey, body);
   return body;
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { NotificationSchema, NotificationTypeSchema } from './types.js';
+import { shallowJsonObject } from '../../lib/json-depth.js';
 
 export const ListNotificationsQuerySchema = z.object({
   // Query strings are text: only the exact words true/false are accepted.
@@ -26,6 +27,8 @@ export const NotifyBodySchema = z.strictObject({
   type: NotificationTypeSchema,
   title: z.string().trim().min(1).max(200),
   message: z.string().trim().min(1).max(2000),
-  data: z.record(z.string().max(100), z.unknown()).optional().meta({ description: 'Related ids, e.g. `orderId`, `marketId`' }),
+  data: shallowJsonObject(16)
+    .optional()
+    .meta({ description: 'Related ids, e.g. `orderId`, `marketId`; a JSON object nesting at most 16 levels' }),
 });
 export type NotifyInput = z.infer<typeof NotifyBodySchema>;

@@ -23,9 +23,11 @@ export const pushRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['push'],
         summary: 'Register a device for push notifications',
         description:
-          'Idempotent upsert by token: registering the same token again answers 201 again; a token last registered by another user moves to the caller.',
+          'Idempotent upsert by token: registering the same token again answers 201 again (the platform is updated). A token ' +
+          'registered to another account is never moved: 409 CONFLICT until that account unregisters it (or Expo reports ' +
+          'the device gone). Apps unregister their token when the user signs out, so the next user of the device can register it.',
         body: RegisterDeviceBodySchema,
-        response: { 201: MessageSchema, ...problemResponses(400, 401) },
+        response: { 201: MessageSchema, ...problemResponses(400, 401, 409) },
       },
     },
     async (request, reply) => {

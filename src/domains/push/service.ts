@@ -1,18 +1,29 @@
 import { and, asc, eq, inArray, lt, sql } from 'drizzle-orm';
 import { pushDevices, pushPreferences, pushTickets } from '../../../drizzle/index.js';
+import { AppError } from '../../errors.js';
 import type { DbOrTx } from '../../db/index.js';
 import type { Clock, ServiceDeps } from '../../lib/deps.js';
 import { NOTIFICATION_TYPES, type DeliveryOutcome, type StoredNotification } from '../notifications/types.js';
 import { chunk, EXPO_RECEIPT_BATCH, EXPO_SEND_BATCH, getExpoReceipts, sendExpoBatch, type ExpoMessage } from './expo.js';
 import type { PushPreferences, UpdatePushPreferences } from './schemas.js';
 
-/** Idempotent upsert by token; a token registered by another user moves to the caller. */
+/**
+ * Idempotent upsert by token for its owner. A token registered to another user
+ * is not moved (409 CONFLICT): anyone who learned a device's token could
+ * otherwise silence the owner's notifications and send their own to the
+ * owner's device. It becomes registrable again once the owner unregisters it
+ * (or Expo reports the device gone).
+ */
 export async function registerDevice(deps: { db: DbOrTx; clock: Clock }, userId: string, token: string, platform: string) {
   const now = deps.clock();
-  await deps.db
+  const rows = await deps.db
     .insert(pushDevices)
     .values({ token, userId, platform, createdAt: now, updatedAt: now })
-    .onConflictDoUpdate({ target: pushDevices.token, set: { userId, platform, updatedAt: now } });
+    .onConflictDoUpdate({ target: pushDevices.token, set: { platform, updatedAt: now }, setWhere: eq(pushDevices.userId, userId) })
+    .returning({ token: pushDevices.token });
+  if (rows.length === 0) {
+    throw new AppError(409, 'CONFLICT', 'This device token is registered to another account; it must be unregistered there first');
+  }
 }
 
 /** Removes the caller's own device; an unknown token or someone else's is left alone (still 200). */

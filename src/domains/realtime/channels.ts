@@ -15,6 +15,7 @@ import type { MonitorName, RealtimeEvents } from './schemas.js';
 
 /** Sent to one socket when its token is about to expire (not a channel event). */
 export const AUTH_EXPIRED = 'auth:expired';
+export const AUTH_REVOKED = 'auth:revoked';
 
 /** Our market ids: `pm-<gamma id>` / `ks-<ticker>` (docs/venues.md); kept open to other venues' id shapes. */
 const MARKET_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;

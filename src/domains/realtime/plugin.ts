@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import { AppError } from '../../errors.js';
 import { MemorySlidingWindow } from '../../lib/sliding-window.js';
 import type { AuthUser } from '../../plugins/auth.js';
-import { AUTH_EXPIRED, isPrivateRoom, NOTIFICATIONS_CHANNEL, type Published } from './channels.js';
+import { AUTH_EXPIRED, AUTH_REVOKED, isPrivateRoom, NOTIFICATIONS_CHANNEL, type Published } from './channels.js';
 import { createMemoryRegistry, createRedisRegistry, type ConnectionRegistry } from './connection-limits.js';
 import {
   AuthRequestSchema,
@@ -18,7 +18,8 @@ import {
   type ServerToClientEvents,
   type SocketData,
 } from './schemas.js';
-import { clientIp, fail, resolveSubscribe, resolveUnsubscribe } from './service.js';
+import { fail, resolveSubscribe, resolveUnsubscribe } from './service.js';
+import { addressKey, clientAddress } from '../../lib/client-address.js';
 
 export type RealtimeServer = Server<ClientToServerEvents, ServerToClientEvents, InterServerEvents, SocketData>;
 type RealtimeSocket = Socket<ClientToServerEvents, ServerToClientEvents, InterServerEvents, SocketData>;
@@ -70,6 +71,31 @@ function refusal(code: RealtimeErrorCode, message: string): Error & { data: { co
   return Object.assign(new Error(code), { data: { code, message } });
 }
 
+const PENDING_KEY = Symbol('pendingAddressKey');
+type PendingRequest = { [PENDING_KEY]?: string };
+
+/** Engine.IO connections not (yet) in the namespace, per client address key. */
+function createPendingEngineConnections(limits: { perAddress: number; total: number }) {
+  const byConn = new Map<object, string>();
+  const byKey = new Map<string, number>();
+  return {
+    full: (key: string) => byConn.size >= limits.total || (byKey.get(key) ?? 0) >= limits.perAddress,
+    add(conn: object, key: string) {
+      if (byConn.has(conn)) return;
+      byConn.set(conn, key);
+      byKey.set(key, (byKey.get(key) ?? 0) + 1);
+    },
+    remove(conn: object) {
+      const key = byConn.get(conn);
+      if (key === undefined) return;
+      byConn.delete(conn);
+      const n = (byKey.get(key) ?? 1) - 1;
+      if (n > 0) byKey.set(key, n);
+      else byKey.delete(key);
+    },
+  };
+}
+
 /**
  * Makes an ioredis client's promise-returning calls used by the adapter safe
  * to ignore: the adapter fires `publish`/`subscribe` without awaiting them, so
@@ -100,14 +126,30 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
     const o: RealtimeOptions = { ...REALTIME_DEFAULTS, ...opts };
     const { config } = app;
 
+    // Engine.IO connections that have not joined the namespace yet (no CONNECT packet): the
+    // connection limits count sockets, so these are capped on their own, per client
+    // address and in total, until they join or Socket.IO's connectTimeout drops them.
+    const pending = createPendingEngineConnections({ perAddress: o.maxConnectionsPerIp, total: o.maxConnections });
     const io: RealtimeServer = new Server(app.server, {
       serveClient: false,
+      allowRequest: (req, callback) => {
+        const key = addressKey(clientAddress(req.socket?.remoteAddress, req.headers['x-forwarded-for'], app.trustedProxies));
+        (req as PendingRequest)[PENDING_KEY] = key;
+        if (pending.full(key)) return callback('TOO_MANY_CONNECTIONS', false);
+        callback(null, true);
+      },
       // Client messages are tiny ({ channel }, { token }); refuse anything large early.
       maxHttpBufferSize: 16 * 1024,
       connectTimeout: 10_000,
       cors: config.CORS_ORIGINS.length > 0 ? { origin: [...config.CORS_ORIGINS], credentials: true } : undefined,
     });
     app.decorate('io', io);
+    io.engine.on('connection', (conn: { request?: PendingRequest; once(event: 'close', fn: () => void): void }) => {
+      const key = conn.request?.[PENDING_KEY];
+      if (key === undefined) return;
+      pending.add(conn, key);
+      conn.once('close', () => pending.remove(conn));
+    });
 
     const extraClients: Redis[] = [];
     let registry: ConnectionRegistry;
@@ -150,6 +192,10 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
     const expiryTimers = new Map<string, NodeJS.Timeout>();
     let closing = false;
 
+    /** A refusal code for a token that does not verify: a revoked session says so (docs/decisions.md §10.6). */
+    const tokenFailure = (err: unknown): 'SESSION_REVOKED' | 'UNAUTHORIZED' =>
+      err instanceof AppError && err.code === 'SESSION_REVOKED' ? 'SESSION_REVOKED' : 'UNAUTHORIZED';
+
     function verify(token: string): AuthUser & { exp: number } {
       const user = app.verifyAccessToken(token);
       // A token inside the expiry lead would be dropped at once: treat it as expired already.
@@ -172,11 +218,13 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
         if (typeof raw !== 'string') throw refusal('UNAUTHORIZED', 'auth.token must be an access token string');
         try {
           user = verify(raw);
-        } catch {
+        } catch (err) {
+          if (tokenFailure(err) === 'SESSION_REVOKED') throw refusal('SESSION_REVOKED', 'The session of this access token has ended');
           throw refusal('UNAUTHORIZED', 'The access token is invalid or expired');
         }
       }
-      const ip = clientIp(socket.handshake.address, socket.handshake.headers['x-forwarded-for'], config.TRUST_PROXY);
+      // docs/decisions.md §10.1: the same client address as HTTP limits, IPv6 counted by its /64.
+      const ip = addressKey(clientAddress(socket.handshake.address, socket.handshake.headers['x-forwarded-for'], app.trustedProxies));
       const verdict = await registry.admit(socket.id, { userId: user?.id, ip });
       if (!verdict.ok) {
         const what = { total: 'the server', user: 'this user', ip: 'this address' }[verdict.scope];
@@ -188,7 +236,8 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
         throw refusal('UNAVAILABLE', 'The connection closed during the handshake');
       }
       socket.conn.once('close', () => release(socket.id));
-      socket.data = { user, boundUserId: user?.id, ip };
+      pending.remove(socket.conn);
+      socket.data = { user, boundUserId: user?.id, sid: user?.sid, ip };
     }
 
     function release(socketId: string) {
@@ -277,7 +326,8 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
       let user: AuthUser & { exp: number };
       try {
         user = verify(parsed.data.token);
-      } catch {
+      } catch (err) {
+        if (tokenFailure(err) === 'SESSION_REVOKED') return ack(fail('SESSION_REVOKED', 'The session of this access token has ended'));
         return ack(fail('UNAUTHORIZED', 'The access token is invalid or expired'));
       }
       const bound = socket.data.boundUserId;
@@ -291,6 +341,7 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
         socket.data.boundUserId = user.id;
       }
       socket.data.user = user;
+      socket.data.sid = user.sid;
       armExpiry(socket);
       ack({ ok: true });
     }
@@ -322,9 +373,21 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
     };
     app.bus.on('publish', onPublish);
 
+    // docs/decisions.md §10.6: an ended session's sockets on this instance are told and dropped
+    // (every instance learns the ended ids through the auth plugin's revocation store).
+    const stopRevocations = app.sessionRevocations.onRevoked((sids) => {
+      const ended = new Set(sids);
+      for (const socket of io.of('/').sockets.values()) {
+        if (socket.data.sid === undefined || !ended.has(socket.data.sid)) continue;
+        socket.emit(AUTH_REVOKED, { code: 'SESSION_REVOKED', message: 'The session of this connection has ended: sign in again' });
+        socket.disconnect(true);
+      }
+    });
+
     app.addHook('preClose', async () => {
       closing = true;
       app.bus.off('publish', onPublish);
+      stopRevocations();
       // Long-lived connections would keep server.close() waiting: drop them first.
       io.local.disconnectSockets(true);
       await registry.releaseAll();

@@ -12,7 +12,14 @@ export type AuthRequest = z.infer<typeof AuthRequestSchema>;
 
 /** Codes an ack or a refused connection can carry (docs/decisions.md §8, plus §2's UNAUTHORIZED). */
 export type RealtimeErrorCode =
-  'FORBIDDEN' | 'RATE_LIMITED' | 'INVALID_CHANNEL' | 'UNAUTHORIZED' | 'TOO_MANY_CONNECTIONS' | 'VALIDATION_ERROR' | 'UNAVAILABLE';
+  | 'FORBIDDEN'
+  | 'RATE_LIMITED'
+  | 'INVALID_CHANNEL'
+  | 'UNAUTHORIZED'
+  | 'TOO_MANY_CONNECTIONS'
+  | 'VALIDATION_ERROR'
+  | 'UNAVAILABLE'
+  | 'SESSION_REVOKED';
 
 export type Ack = { ok: true } | { ok: false; error: { code: RealtimeErrorCode; message: string; retryAfter?: number } };
 
@@ -65,6 +72,17 @@ export const AuthExpiredSchema = z
   });
 export type AuthExpired = z.infer<typeof AuthExpiredSchema>;
 
+export const AuthRevokedSchema = z
+  .strictObject({
+    code: z.literal('SESSION_REVOKED'),
+    message: z.string().max(500),
+  })
+  .meta({
+    id: 'AuthRevoked',
+    description: '`auth:revoked`, to one socket: its session was ended (docs/decisions.md §10.6); the server disconnects it next',
+  });
+export type AuthRevoked = z.infer<typeof AuthRevokedSchema>;
+
 /**
  * The realtime contract: channel → event → payload schema (`<…>` marks the
  * variable part of a channel name). `publish()` is typed against it
@@ -93,6 +111,7 @@ type PayloadOf<E> = { [C in keyof RealtimeEvents]: E extends keyof RealtimeEvent
 /** What a socket can receive: every channel event, plus `auth:expired` sent to the socket itself. */
 export type ServerToClientEvents = { [E in EventName]: (payload: PayloadOf<E>) => void } & {
   'auth:expired': (info: AuthExpired) => void;
+  'auth:revoked': (info: AuthRevoked) => void;
 };
 
 /** The `x-realtime` section of the OpenAPI document: channels, events and `$ref`s to the payload components. */
@@ -111,7 +130,7 @@ export function realtimeDocument() {
       'Socket.IO at /socket.io/ (README "Real-time"). `channels`: the events published on each channel and their payloads; ' +
       'a client subscribes to `user:notifications` to join its own `user:<userId>:notifications`. `socket`: events sent to one socket.',
     channels,
-    socket: { 'auth:expired': ref(AuthExpiredSchema) },
+    socket: { 'auth:expired': ref(AuthExpiredSchema), 'auth:revoked': ref(AuthRevokedSchema) },
   };
 }
 
@@ -129,5 +148,7 @@ export interface SocketData {
   user?: AuthUser & { exp: number };
   /** The user this connection is counted against (kept after expiry; a re-auth must be the same user). */
   boundUserId?: string;
+  /** The session of the last token presented (kept after expiry): its revocation disconnects the socket. */
+  sid?: string;
   ip: string;
 }

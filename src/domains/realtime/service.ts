@@ -1,4 +1,3 @@
-import { isIP } from 'node:net';
 import type { AuthUser } from '../../plugins/auth.js';
 import { parseChannel, userNotificationsChannel } from './channels.js';
 import type { Ack, RealtimeErrorCode } from './schemas.js';
@@ -41,22 +40,4 @@ export function resolveUnsubscribe(channel: string, boundUserId: string | undefi
   if (!parsed) return { ok: false, code: 'INVALID_CHANNEL', message: `Unknown channel "${channel.slice(0, 200)}"` };
   if (parsed.kind === 'notifications') return { ok: true, room: boundUserId ? userNotificationsChannel(boundUserId) : undefined };
   return { ok: true, room: parsed.room };
-}
-
-function normalizeIp(ip: string): string {
-  const v = ip.trim();
-  return v.startsWith('::ffff:') && isIP(v.slice(7)) === 4 ? v.slice(7) : v;
-}
-
-/**
- * The client address the per-IP limit counts. With TRUST_PROXY the left-most
- * X-Forwarded-For entry, as Fastify's `request.ip` does with `trustProxy: true`.
- */
-export function clientIp(remoteAddress: string | undefined, forwardedFor: string | string[] | undefined, trustProxy: boolean): string {
-  if (trustProxy && forwardedFor !== undefined) {
-    const header = Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor;
-    const first = normalizeIp(header.split(',')[0] ?? '');
-    if (isIP(first)) return first;
-  }
-  return normalizeIp(remoteAddress ?? 'unknown');
 }
