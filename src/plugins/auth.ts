@@ -1,4 +1,5 @@
-import { timingSafeEqual, createHash } from 'node:crypto';
+import { bearerToken } from '../lib/bearer.js';
+import { safeEqual } from '../lib/hash.js';
 import fp from 'fastify-plugin';
 import fastifyJwt from '@fastify/jwt';
 import type { FastifyRequest } from 'fastify';
@@ -55,20 +56,6 @@ declare module 'fastify' {
 export const ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
 
 export const sessionRevoked = () => new AppError(401, 'SESSION_REVOKED', 'This session has ended: sign in again');
-
-function bearerToken(request: FastifyRequest): string | undefined {
-  const h = request.headers.authorization;
-  if (typeof h !== 'string') return undefined;
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
-  return m ? m[1] : undefined;
-}
-
-function safeEqual(a: string, b: string): boolean {
-  // Hash both sides so lengths match and timing reveals nothing about either.
-  const ha = createHash('sha256').update(a).digest();
-  const hb = createHash('sha256').update(b).digest();
-  return timingSafeEqual(ha, hb);
-}
 
 /**
  * Bearer JWT on every route by default (docs/api-contract.md §5.1); `config: { public: true }`
@@ -154,7 +141,7 @@ export const authPlugin = fp(
     // The guard is attached to each route that needs it (not a global hook),
     // so public routes pay nothing for it.
     const guard = (request: FastifyRequest, _reply: unknown, done: (err?: Error) => void) => {
-      const token = bearerToken(request);
+      const token = bearerToken(request.headers.authorization);
       if (!token) return done(unauthorized('A bearer access token is required'));
       let user: AuthUser;
       try {
@@ -167,7 +154,7 @@ export const authPlugin = fp(
     };
     const internalGuard = (request: FastifyRequest, _reply: unknown, done: (err?: Error) => void) => {
       const expected = config.INTERNAL_API_TOKEN;
-      const token = bearerToken(request);
+      const token = bearerToken(request.headers.authorization);
       if (!expected) return done(new AppError(404, 'NOT_FOUND', 'Not found'));
       if (!token || !safeEqual(token, expected)) return done(unauthorized('A valid internal API token is required'));
       done();

@@ -1,3 +1,4 @@
+import { bearerToken } from '../../lib/bearer.js';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fastifyCookie from '@fastify/cookie';
@@ -387,9 +388,9 @@ export const authRoutes: FastifyPluginAsyncZod = async (app) => {
       let userId: string | undefined;
       const auth = request.headers.authorization;
       if (auth !== undefined) {
-        const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
-        if (!m) throw unauthorized('The Authorization header must be "Bearer <token>"');
-        userId = app.verifyAccessToken(m[1]).id;
+        const token = bearerToken(auth);
+        if (!token) throw unauthorized('The Authorization header must be "Bearer <token>"');
+        userId = app.verifyAccessToken(token).id;
       }
       await activateBetaKey(deps, { key: request.body.key, userId });
       setBetaCookie(reply, config);

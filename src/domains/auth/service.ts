@@ -1,4 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sha256Hex } from '../../lib/hash.js';
 import type { DbHandle } from '../../db/index.js';
 import { AppError, notFound, validationError } from '../../errors.js';
 import type { AuthUser } from '../../plugins/auth.js';
@@ -59,9 +60,7 @@ export interface Session {
 }
 
 /** SHA-256 hex: refresh tokens and beta keys are stored (and rate-limited) by this only. */
-export function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
-}
+export const hashToken: (token: string) => string = sha256Hex;
 
 /** 256 random bits, base64url (docs/decisions.md §3.6). */
 export function generateRefreshToken(): string {
