@@ -10,6 +10,8 @@ import { problem, unavailable } from './errors.js';
 import { errorsPlugin, sendProblem } from './plugins/errors.js';
 import { securityHeadersPlugin } from './plugins/security-headers.js';
 import { infraPlugin } from './plugins/infra.js';
+import { metricsPlugin } from './plugins/metrics.js';
+import { overloadPlugin, type OverloadOptions } from './plugins/overload.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { authPlugin } from './plugins/auth.js';
 import { docsPlugin } from './plugins/docs.js';
@@ -44,6 +46,8 @@ export interface BuildOverrides {
   migrate?: boolean;
   /** WebSocket limits and timings (tests shrink them); defaults are docs/api-contract.md §8's. */
   realtime?: Partial<RealtimeOptions>;
+  /** Overload thresholds (tests force the refusal path with them). */
+  overload?: OverloadOptions;
 }
 
 export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
@@ -139,6 +143,12 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     migrate: overrides.migrate,
   });
 
+  // docs/decisions.md §15.1: its onResponse hook sees every route registered below.
+  if (config.METRICS_PORT !== 0) await app.register(metricsPlugin);
+  else app.decorate('metrics', undefined);
+  // docs/decisions.md §15.3: refuse early under overload, before any other per-request work.
+  await app.register(overloadPlugin, overrides.overload ?? {});
+
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
@@ -170,7 +180,11 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot' });
 
   await app.register(realtimePlugin, overrides.realtime ?? {});
-  await app.register(jobsPlugin, { definitions: overrides.jobs ?? jobDefinitions, onPricesChanged: priceChangeHooks });
+  await app.register(jobsPlugin, {
+    definitions: overrides.jobs ?? jobDefinitions,
+    onPricesChanged: priceChangeHooks,
+    onJobFinished: app.metrics?.jobFinished,
+  });
   if (config.INTERNAL_API_TOKEN) {
     // docs/decisions.md §6: the whole /api/v1/internal tree is 404 while the token is unset.
     await app.register(jobRoutes, { prefix: '/api/v1/internal' });

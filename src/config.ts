@@ -38,15 +38,16 @@ const bool = (def: boolean) =>
       .transform((v) => (v === undefined ? def : ['true', '1', 'yes', 'on'].includes(v))),
   );
 
-const port = z.preprocess(
-  emptyToUndefined,
-  z.coerce
-    .number({ message: 'must be a number' })
-    .int('must be an integer')
-    .min(0, 'must be between 0 and 65535')
-    .max(65535, 'must be between 0 and 65535')
-    .default(3000),
-);
+const port = (def: number) =>
+  z.preprocess(
+    emptyToUndefined,
+    z.coerce
+      .number({ message: 'must be a number' })
+      .int('must be an integer')
+      .min(0, 'must be between 0 and 65535')
+      .max(65535, 'must be between 0 and 65535')
+      .default(def),
+  );
 
 const databaseUrl = z.preprocess(
   emptyToUndefined,
@@ -75,7 +76,7 @@ const EnvSchema = z
       emptyToUndefined,
       z.enum(['development', 'production', 'test'], { message: 'must be development, production or test' }).default('development'),
     ),
-    PORT: port,
+    PORT: port(3000),
     HOST: z.preprocess(emptyToUndefined, z.string().default('127.0.0.1')),
     DATABASE_URL: databaseUrl,
     REDIS_URL: redisUrl,
@@ -140,6 +141,8 @@ const EnvSchema = z
     ),
     MESSENGER_BOT_USERNAME: optionalString,
     INTERNAL_API_TOKEN: z.preprocess(emptyToUndefined, z.string().min(16, 'INTERNAL_API_TOKEN must be at least 16 characters').optional()),
+    // docs/decisions.md §15.1: Prometheus metrics on their own listener; 0 turns them off.
+    METRICS_PORT: port(9464),
     SHUTDOWN_TIMEOUT_MS: z.preprocess(
       emptyToUndefined,
       z.coerce.number({ message: 'must be a number' }).int().min(100, 'must be at least 100').default(10_000),
@@ -210,5 +213,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
 
 /** A config for tests and tools: defaults plus overrides, no process.env. */
 export function testConfig(overrides: Record<string, string | undefined> = {}): Config {
-  return loadConfig({ NODE_ENV: 'test', DATABASE_URL: 'pglite:memory', JOBS: 'off', LOG_LEVEL: 'silent', ...overrides });
+  // METRICS_PORT off: many apps share one test process; the metrics tests pick a port.
+  return loadConfig({ NODE_ENV: 'test', DATABASE_URL: 'pglite:memory', JOBS: 'off', LOG_LEVEL: 'silent', METRICS_PORT: '0', ...overrides });
 }

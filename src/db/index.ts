@@ -17,6 +17,8 @@ export type DbOrTx = Db | Tx;
 export interface DbHandle {
   db: Db;
   kind: 'postgres' | 'pglite';
+  /** Most connections the pool opens (1 for PGlite). */
+  poolMax: number;
   /** Raw statements with driver-neutral row results. */
   rows<T = Record<string, unknown>>(query: SQL, on?: DbOrTx): Promise<T[]>;
   /**
@@ -60,8 +62,9 @@ export async function createDb(
 async function createPostgres(url: string, opts: { max?: number; applicationName?: string }): Promise<DbHandle> {
   const { default: postgres } = await import('postgres');
   const { drizzle } = await import('drizzle-orm/postgres-js');
+  const poolMax = opts.max ?? 10;
   const client = postgres(url, {
-    max: opts.max ?? 10,
+    max: poolMax,
     idle_timeout: 30,
     connect_timeout: 5,
     // postgres-js backs off up to 20 s between reconnects, and queries wait on it:
@@ -77,6 +80,7 @@ async function createPostgres(url: string, opts: { max?: number; applicationName
   return {
     db,
     kind: 'postgres',
+    poolMax,
     async rows<T>(query: SQL, on: DbOrTx = db) {
       return normalizeRows<T>(await on.execute(query));
     },
@@ -136,6 +140,7 @@ async function createPglite(location: string): Promise<DbHandle> {
   return {
     db,
     kind: 'pglite',
+    poolMax: 1,
     async rows<T>(query: SQL, on: DbOrTx = db) {
       return normalizeRows<T>(await on.execute(query));
     },

@@ -23,6 +23,8 @@ export interface JobsOptions {
   definitions: JobDefinition[];
   /** Functions run by price-sync with each cycle's changed prices (the price-alert check). */
   onPricesChanged?: JobHooks['onPricesChanged'];
+  /** Told each finished run's outcome (the metrics plugin counts runs, failures and durations). */
+  onJobFinished?: (outcome: JobOutcome) => void;
 }
 
 /**
@@ -77,6 +79,7 @@ export const jobsPlugin = fp<JobsOptions>(
             };
             log.error({ err }, 'job failed');
           }
+          opts.onJobFinished?.(outcome);
           await app.db
             .update(jobRuns)
             .set({ finishedAt: new Date(outcome.finishedAt), ok: outcome.ok, items: outcome.items, error: outcome.error ?? null })
