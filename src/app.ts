@@ -17,6 +17,7 @@ import { authPlugin } from './plugins/auth.js';
 import { docsPlugin } from './plugins/docs.js';
 import { healthRoutes } from './domains/health/plugin.js';
 import { authRoutes } from './domains/auth/plugin.js';
+import { internalAuthRoutes } from './domains/auth/internal-routes.js';
 import { eventsRoutes } from './domains/events/plugin.js';
 import { messengerRoutes } from './domains/messenger/plugin.js';
 import { internalNotificationRoutes, notificationRoutes } from './domains/notifications/plugin.js';
@@ -50,9 +51,11 @@ export interface BuildOverrides {
   overload?: OverloadOptions;
 }
 
-export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
+export function loggerOptions(config: Config, opts: { pretty?: boolean } = {}): FastifyServerOptions['logger'] {
   return {
     level: config.LOG_LEVEL,
+    // pino-pretty in a worker thread; redaction below still happens before it.
+    ...(opts.pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {}),
     // docs/decisions.md §3.11: never log tokens, signatures, cookies or secrets.
     redact: {
       paths: [
@@ -189,6 +192,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     // docs/decisions.md §6: the whole /api/v1/internal tree is 404 while the token is unset.
     await app.register(jobRoutes, { prefix: '/api/v1/internal' });
     await app.register(internalNotificationRoutes, { prefix: '/api/v1/internal' });
+    await app.register(internalAuthRoutes, { prefix: '/api/v1/internal' });
   }
 
   return app;
