@@ -168,6 +168,9 @@ const EnvSchema = z
 
 type Env = z.output<typeof EnvSchema>;
 
+/** The names of every variable the config reads (.env.example must list them all). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(EnvSchema.shape);
+
 export type Config = Readonly<
   Omit<Env, 'JWT_SECRET'> & {
     JWT_SECRET: string;

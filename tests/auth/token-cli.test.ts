@@ -7,19 +7,22 @@ import { promisify } from 'node:util';
 import { jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTokenArgs, resolveTokenUser, signDevAccessToken, UsageError } from '../../src/cli/token.js';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { buildTestApp, createTestDb, type TestApp } from '../helpers/app.js';
 import { TEST_JWT_SECRET, TSX_LOADER } from '../helpers/server-process.js';
 
 const CLI = fileURLToPath(new URL('../../src/cli/token.ts', import.meta.url));
 const INTERNAL = 'internal-token-internal-token';
 let t: TestApp;
+let db: Awaited<ReturnType<typeof createTestDb>>;
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  t = await buildTestApp({ INTERNAL_API_TOKEN: INTERNAL });
+  db = await createTestDb();
+  t = await buildTestApp({ INTERNAL_API_TOKEN: INTERNAL }, { db });
 });
 afterAll(async () => {
   await t?.close();
+  await db?.close();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
@@ -81,7 +84,7 @@ describe('npm run token -- <address|userId>', () => {
   it('as a process: prints a token signed with the development key kept in .data', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'pb-token-'));
     dirs.push(cwd);
-    const databaseUrl = t.db.kind === 'postgres' ? t.db.url : `pglite:${join(cwd, 'pglite')}`;
+    const databaseUrl = db.kind === 'postgres' ? db.url : `pglite:${join(cwd, 'pglite')}`;
     const solana = '4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T';
     const r = await runCli([solana], { DATABASE_URL: databaseUrl }, cwd);
     expect(r.stderr).toMatch(/access token for user/);
