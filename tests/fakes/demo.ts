@@ -36,8 +36,18 @@ function fillBoards(api: FakeDataApi) {
           verifiedBadge: i % 17 === 0,
         };
       });
-      api.setBoard(category, period, 'PNL', [...rows].sort((a, b) => b.pnl - a.pnl));
-      api.setBoard(category, period, 'VOL', [...rows].sort((a, b) => b.vol - a.vol));
+      api.setBoard(
+        category,
+        period,
+        'PNL',
+        [...rows].sort((a, b) => b.pnl - a.pnl),
+      );
+      api.setBoard(
+        category,
+        period,
+        'VOL',
+        [...rows].sort((a, b) => b.vol - a.vol),
+      );
     }
   }
 }
