@@ -72,7 +72,11 @@ export async function buildTestApp(
     ...env,
   });
   const { extend, ...overrides } = opts;
-  const app = await buildApp(config, { ...overrides, db, redis, keyPrefix, migrate: false, logger: opts.logger ?? false });
+  // A shared 2-core machine and the embedded PGlite (synchronous WASM) stall the event
+  // loop for a second now and then; the overload guard would answer 503 for a moment.
+  // tests/overload.test.ts sets its own thresholds to test that path.
+  const overload = overrides.overload ?? { maxEventLoopDelay: 60_000 };
+  const app = await buildApp(config, { ...overrides, overload, db, redis, keyPrefix, migrate: false, logger: opts.logger ?? false });
   // Test-only routes go in before ready(), like any domain plugin.
   if (extend) await extend(app);
   await app.ready();
