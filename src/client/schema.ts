@@ -1153,7 +1153,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1280,7 +1280,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1334,7 +1334,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1445,7 +1445,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1582,7 +1582,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1671,7 +1671,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2110,7 +2110,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2161,7 +2161,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2211,7 +2211,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2334,7 +2334,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2461,7 +2461,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2976,7 +2976,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
