@@ -15,7 +15,11 @@ declare module 'fastify' {
 }
 
 export interface OverloadOptions {
-  /** Mean event-loop delay (ms) over a sample past which requests are refused. Default 1000. */
+  /**
+   * Mean event-loop delay (ms) over a sample past which requests are refused. Default 1000;
+   * 0 turns the check off. A sample in which the loop never turned (blocked for the whole
+   * interval) counts as past any limit.
+   */
   maxEventLoopDelay?: number;
   /** Heap in use past which requests are refused. Default 90 % of V8's heap limit. */
   maxHeapUsedBytes?: number;
