@@ -12,11 +12,14 @@ import { errorsPlugin, sendProblem } from './plugins/errors.js';
 import { securityHeadersPlugin } from './plugins/security-headers.js';
 import { infraPlugin } from './plugins/infra.js';
 import { clientAddressPlugin } from './plugins/client-address.js';
+import { metricsPlugin } from './plugins/metrics.js';
+import { overloadPlugin, type OverloadOptions } from './plugins/overload.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { authPlugin } from './plugins/auth.js';
 import { docsPlugin } from './plugins/docs.js';
 import { healthRoutes } from './domains/health/plugin.js';
 import { authRoutes } from './domains/auth/plugin.js';
+import { internalAuthRoutes } from './domains/auth/internal-routes.js';
 import { eventsRoutes } from './domains/events/plugin.js';
 import { messengerRoutes } from './domains/messenger/plugin.js';
 import { internalNotificationRoutes, notificationRoutes, notificationsPlugin } from './domains/notifications/plugin.js';
@@ -51,13 +54,17 @@ export interface BuildOverrides {
   migrate?: boolean;
   /** WebSocket limits and timings (tests shrink them); defaults are docs/api-contract.md §8's. */
   realtime?: Partial<RealtimeOptions>;
+  /** Overload thresholds (tests force the refusal path with them). */
+  overload?: OverloadOptions;
 }
 
-export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
+export function loggerOptions(config: Config, opts: { pretty?: boolean } = {}): FastifyServerOptions['logger'] {
   return {
     level: config.LOG_LEVEL,
     // Database errors by their query's shape, never its values (src/lib/log-errors.ts).
     serializers: { err: serializeError },
+    // pino-pretty in a worker thread; redaction below still happens before it.
+    ...(opts.pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {}),
     // docs/decisions.md §3.11: never log tokens, signatures, cookies or secrets.
     redact: {
       paths: [
@@ -155,6 +162,12 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     migrate: overrides.migrate,
   });
 
+  // docs/decisions.md §15.1: its onResponse hook sees every route registered below.
+  if (config.METRICS_PORT !== 0) await app.register(metricsPlugin);
+  else app.decorate('metrics', undefined);
+  // docs/decisions.md §15.3: refuse early under overload, before any other per-request work.
+  await app.register(overloadPlugin, overrides.overload ?? {});
+
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
@@ -191,11 +204,15 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot' });
 
   await app.register(realtimePlugin, overrides.realtime ?? {});
-  await app.register(jobsPlugin, { definitions: overrides.jobs ?? jobDefinitions });
+  await app.register(jobsPlugin, {
+    definitions: overrides.jobs ?? jobDefinitions,
+    onJobFinished: app.metrics?.jobFinished,
+  });
   if (config.INTERNAL_API_TOKEN) {
     // docs/decisions.md §6: the whole /api/v1/internal tree is 404 while the token is unset.
     await app.register(jobRoutes, { prefix: '/api/v1/internal' });
     await app.register(internalNotificationRoutes, { prefix: '/api/v1/internal' });
+    await app.register(internalAuthRoutes, { prefix: '/api/v1/internal' });
   }
 
   return app;

@@ -39,15 +39,16 @@ const bool = (def: boolean) =>
       .transform((v) => (v === undefined ? def : ['true', '1', 'yes', 'on'].includes(v))),
   );
 
-const port = z.preprocess(
-  emptyToUndefined,
-  z.coerce
-    .number({ message: 'must be a number' })
-    .int('must be an integer')
-    .min(0, 'must be between 0 and 65535')
-    .max(65535, 'must be between 0 and 65535')
-    .default(3000),
-);
+const port = (def: number) =>
+  z.preprocess(
+    emptyToUndefined,
+    z.coerce
+      .number({ message: 'must be a number' })
+      .int('must be an integer')
+      .min(0, 'must be between 0 and 65535')
+      .max(65535, 'must be between 0 and 65535')
+      .default(def),
+  );
 
 const databaseUrl = z.preprocess(
   emptyToUndefined,
@@ -119,7 +120,7 @@ const EnvSchema = z
       emptyToUndefined,
       z.enum(['development', 'production', 'test'], { message: 'must be development, production or test' }).default('development'),
     ),
-    PORT: port,
+    PORT: port(3000),
     HOST: z.preprocess(emptyToUndefined, z.string().default('127.0.0.1')),
     DATABASE_URL: databaseUrl,
     REDIS_URL: redisUrl,
@@ -198,6 +199,8 @@ const EnvSchema = z
       z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(1, 'must be a positive EIP-155 chain id').default(1),
     ),
     SIGN_IN_BARE_NONCE: bool(true),
+    // docs/decisions.md §15.1: Prometheus metrics on their own listener; 0 turns them off.
+    METRICS_PORT: port(9464),
     SHUTDOWN_TIMEOUT_MS: z.preprocess(
       emptyToUndefined,
       z.coerce.number({ message: 'must be a number' }).int().min(100, 'must be at least 100').default(10_000),
@@ -228,6 +231,9 @@ const EnvSchema = z
   });
 
 type Env = z.output<typeof EnvSchema>;
+
+/** The names of every variable the config reads (.env.example must list them all). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(EnvSchema.shape);
 
 export type Config = Readonly<
   Omit<Env, 'JWT_SECRET'> & {
@@ -274,5 +280,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
 
 /** A config for tests and tools: defaults plus overrides, no process.env. */
 export function testConfig(overrides: Record<string, string | undefined> = {}): Config {
-  return loadConfig({ NODE_ENV: 'test', DATABASE_URL: 'pglite:memory', JOBS: 'off', LOG_LEVEL: 'silent', ...overrides });
+  // METRICS_PORT off: many apps share one test process; the metrics tests pick a port.
+  return loadConfig({ NODE_ENV: 'test', DATABASE_URL: 'pglite:memory', JOBS: 'off', LOG_LEVEL: 'silent', METRICS_PORT: '0', ...overrides });
 }

@@ -1,12 +1,25 @@
+import { createRequire } from 'node:module';
 import closeWithGrace from 'close-with-grace';
-import { buildApp } from './app.js';
+import { buildApp, loggerOptions } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
+import { loadDevEnv } from './lib/dev-env.js';
+
+/** pino-pretty is a development dependency: the production image has none. */
+function hasPinoPretty(): boolean {
+  try {
+    createRequire(import.meta.url).resolve('pino-pretty');
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** The only file that reads process.env, listens, handles signals and exits. */
 async function main() {
+  const dev = loadDevEnv(process.env);
   let config;
   try {
-    config = loadConfig(process.env);
+    config = loadConfig(dev.env);
   } catch (err) {
     if (err instanceof ConfigError) {
       for (const p of err.problems) process.stderr.write(`Invalid configuration: ${p}\n`);
@@ -15,8 +28,13 @@ async function main() {
     throw err;
   }
 
-  const app = await buildApp(config);
-  if (config.jwtSecretGenerated) {
+  // Human-readable logs for a developer at a terminal; JSON lines everywhere else.
+  const pretty = !config.isProduction && process.stdout.isTTY === true && hasPinoPretty();
+  const app = await buildApp(config, { logger: loggerOptions(config, { pretty }) });
+  if (dev.envFile) app.log.info({ file: dev.envFile }, 'read variables from .env (the environment wins)');
+  if (dev.jwtSecretFile) {
+    app.log.info({ file: dev.jwtSecretFile }, 'JWT_SECRET is not set: using the development key kept in .data (never used in production)');
+  } else if (config.jwtSecretGenerated) {
     app.log.warn('JWT_SECRET is not set: using a random key for this process; tokens will not survive a restart');
   }
   if (config.databaseKind === 'pglite') {

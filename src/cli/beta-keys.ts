@@ -1,15 +1,20 @@
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
-import { createDb, type DbHandle } from '../db/index.js';
+import { createDb } from '../db/index.js';
 import { runMigrations } from '../db/migrate.js';
-import { insertBetaKeys } from '../domains/auth/queries.js';
-import { generateBetaKey, hashToken } from '../domains/auth/service.js';
+import { createBetaKeys } from '../domains/auth/beta-keys.js';
+import { loadDevEnv } from '../lib/dev-env.js';
+
+export { createBetaKeys };
 
 /**
  * `npm run beta-keys -- create --count N --uses M`: mints N beta keys, each
  * redeemable M times, stores only their SHA-256 and prints each key once, one
- * per line on stdout (so it can be piped to a file). Same DATABASE_URL as the service.
+ * per line on stdout (so it can be piped to a file). Same DATABASE_URL as the service
+ * (and the same `.env`). While the service holds an embedded PGlite database,
+ * mint keys through POST /api/v1/internal/beta-keys instead. In the Docker
+ * image: `docker exec <container> node dist/src/cli/beta-keys.js create --count N`.
  */
 export const USAGE = 'usage: npm run beta-keys -- create [--count N (1-10000, default 1)] [--uses M (1-1000000, default 1)]';
 
@@ -42,13 +47,6 @@ export function parseBetaKeysArgs(argv: string[]): { count: number; uses: number
   };
 }
 
-/** Mints the keys in one insert; returns them in clear (the only time they exist in clear). */
-export async function createBetaKeys(dbh: DbHandle, opts: { count: number; uses: number }): Promise<string[]> {
-  const keys = Array.from({ length: opts.count }, generateBetaKey);
-  await insertBetaKeys(dbh, keys.map(hashToken), opts.uses);
-  return keys;
-}
-
 async function main(): Promise<number> {
   let opts;
   try {
@@ -59,7 +57,7 @@ async function main(): Promise<number> {
   }
   let config;
   try {
-    config = loadConfig(process.env);
+    config = loadConfig(loadDevEnv(process.env).env);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);

@@ -272,6 +272,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/internal/beta-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mint beta keys while the service runs
+         * @description The same as `npm run beta-keys -- create --count N --uses M`, for when the CLI cannot reach the database (the embedded database is held by the running service, or the database is only reachable from the service). Keys are returned once and never again.
+         */
+        post: operations["createBetaKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/internal/jobs": {
         parameters: {
             query?: never;
@@ -655,6 +675,12 @@ export interface components {
             resolvedAt: string;
             side: string;
             walletAddress: string;
+        };
+        CreatedBetaKeys: {
+            /** @description The new keys in clear; only their hashes are stored, so this is the only time they are shown */
+            keys: string[];
+            /** Format: int64 */
+            uses: number;
         };
         EventChart: {
             outcomes: {
@@ -1271,7 +1297,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1398,7 +1424,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1452,7 +1478,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1578,7 +1604,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1651,7 +1677,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1713,7 +1739,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1779,7 +1805,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1918,7 +1944,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2009,7 +2035,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2149,6 +2175,70 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createBetaKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: int32
+                     * @description How many keys to mint (1–1000)
+                     * @default 1
+                     */
+                    count?: number;
+                    /**
+                     * Format: int32
+                     * @description How many times each key can be redeemed
+                     * @default 1
+                     */
+                    uses?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedBetaKeys"];
+                };
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2384,7 +2474,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2435,7 +2525,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2488,7 +2578,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2538,7 +2628,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2661,7 +2751,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2788,7 +2878,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3312,7 +3402,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A required dependency is unavailable: see Retry-After */
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;

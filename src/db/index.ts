@@ -17,6 +17,8 @@ export type DbOrTx = Db | Tx;
 export interface DbHandle {
   db: Db;
   kind: 'postgres' | 'pglite';
+  /** Most connections the pool opens (1 for PGlite). */
+  poolMax: number;
   /** `rows(on ?? db, query)`; new code calls `rows()` with the db or transaction it has. */
   rows<T = Record<string, unknown>>(query: SQL, on?: DbOrTx): Promise<T[]>;
   /**
@@ -66,8 +68,9 @@ export async function createDb(
 async function createPostgres(url: string, opts: { max?: number; applicationName?: string }): Promise<DbHandle> {
   const { default: postgres } = await import('postgres');
   const { drizzle } = await import('drizzle-orm/postgres-js');
+  const poolMax = opts.max ?? 10;
   const client = postgres(url, {
-    max: opts.max ?? 10,
+    max: poolMax,
     idle_timeout: 30,
     connect_timeout: 5,
     // postgres-js backs off up to 20 s between reconnects, and queries wait on it:
@@ -83,6 +86,7 @@ async function createPostgres(url: string, opts: { max?: number; applicationName
   return {
     db,
     kind: 'postgres',
+    poolMax,
     rows: <T>(query: SQL, on: DbOrTx = db) => rows<T>(on, query),
     async withAdvisoryLock(key, fn, { wait = false, timeoutMs = 30_000 } = {}) {
       // A reserved connection keeps the session-level lock and its unlock on one backend.
@@ -140,6 +144,7 @@ async function createPglite(location: string): Promise<DbHandle> {
   return {
     db,
     kind: 'pglite',
+    poolMax: 1,
     rows: <T>(query: SQL, on: DbOrTx = db) => rows<T>(on, query),
     async withAdvisoryLock(key, fn, { wait = false, timeoutMs = 30_000 } = {}) {
       const deadline = Date.now() + timeoutMs;

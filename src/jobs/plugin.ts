@@ -21,6 +21,8 @@ const RETENTION_DAYS = 14;
 
 export interface JobsOptions {
   definitions: JobDefinition[];
+  /** Told each finished run's outcome (the metrics plugin counts runs, failures and durations). */
+  onJobFinished?: (outcome: JobOutcome) => void;
 }
 
 /**
@@ -75,6 +77,7 @@ export const jobsPlugin = fp<JobsOptions>(
             };
             log.error({ err }, 'job failed');
           }
+          opts.onJobFinished?.(outcome);
           await app.db
             .update(jobRuns)
             .set({ finishedAt: new Date(outcome.finishedAt), ok: outcome.ok, items: outcome.items, error: outcome.error ?? null })

@@ -1,3 +1,4 @@
+import { channel } from 'node:diagnostics_channel';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
@@ -59,12 +60,29 @@ export interface RequestOptions {
    * `{"error":"Too Many Requests"}`): such a body is retried like a 429, never returned.
    */
   isThrottleBody?: (body: unknown) => boolean;
+  /** Names the upstream API in metrics; by default the metrics plugin names it from the configured base URLs. */
+  api?: string;
 }
 
 /** Grants permission for one request; resolves when the caller may send it. */
 export interface RateLimiter {
   acquire(): Promise<void>;
 }
+
+/** One HTTP attempt of requestJson, as published on {@link upstreamChannel}. */
+export interface UpstreamAttempt {
+  url: string;
+  api: string | undefined;
+  /** The HTTP status, or 'timeout' / 'network' when no response arrived. */
+  status: number | 'timeout' | 'network';
+  seconds: number;
+}
+
+/**
+ * Every attempt is published here for whoever subscribes (the metrics
+ * plugin, docs/decisions.md §15.1). Nothing is built while nobody listens.
+ */
+export const upstreamChannel = channel('predict-backend:upstream');
 
 const DEFAULTS = { timeoutMs: 10_000, attempts: 3, backoffMs: 300, maxBackoffMs: 5_000 };
 
@@ -90,9 +108,18 @@ export async function requestJson<T = unknown>(url: string, opts: RequestOptions
   for (let attempt = 1; attempt <= o.attempts; attempt++) {
     let wait: number | undefined;
     if (o.limiter) await o.limiter.acquire();
+    const t0 = performance.now();
     try {
       const res = await doFetch(url, { method: o.method ?? 'GET', headers, body, signal: AbortSignal.timeout(o.timeoutMs) });
       const text = await res.text();
+      if (upstreamChannel.hasSubscribers) {
+        upstreamChannel.publish({
+          url,
+          api: o.api,
+          status: res.status,
+          seconds: (performance.now() - t0) / 1000,
+        } satisfies UpstreamAttempt);
+      }
       if (res.ok) {
         let parsed: unknown;
         try {
@@ -125,6 +152,10 @@ export async function requestJson<T = unknown>(url: string, opts: RequestOptions
         if (err !== lastError || !isRetryable(err, o.retryOn)) throw err;
       } else {
         const timedOut = (err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError';
+        if (upstreamChannel.hasSubscribers) {
+          const status = timedOut ? 'timeout' : 'network';
+          upstreamChannel.publish({ url, api: o.api, status, seconds: (performance.now() - t0) / 1000 } satisfies UpstreamAttempt);
+        }
         lastError = new UpstreamError(
           timedOut ? `${hostOf(url)} did not answer within ${o.timeoutMs} ms` : `${hostOf(url)} is unreachable`,
           undefined,

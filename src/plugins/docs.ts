@@ -12,14 +12,15 @@ const STATUS_DESCRIPTIONS: Record<string, string> = {
   '413': 'The body is too large',
   '429': 'Rate limited: see Retry-After and RateLimit-* headers',
   '500': 'Unexpected error; the body reveals nothing internal',
-  '503': 'A required dependency is unavailable: see Retry-After',
+  '503': 'A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After',
 };
 
 const DESCRIPTION = `Backend of the prediction-market trading platform.
 
-* Every route needs \`Authorization: Bearer <accessToken>\` unless its security list is empty (public).
+* Every route needs \`Authorization: Bearer <accessToken>\` unless its security list is empty (public). For local use, \`npm run token -- <address|userId>\` prints one to paste into "Authorize".
 * \`/api/v1/internal/*\` routes take \`Authorization: Bearer <INTERNAL_API_TOKEN>\` and exist only when that token is configured.
 * Every error is RFC 9457 problem details (\`application/problem+json\`) with a stable \`code\`.
+* Under overload any route but the health probes may answer 503 \`UNAVAILABLE\` with \`Retry-After\` at once, rather than queue the request.
 * Rate-limited routes answer 429 with \`Retry-After\` and \`RateLimit-Limit\`, \`RateLimit-Remaining\`, \`RateLimit-Reset\` (seconds).
 * Live updates: Socket.IO at \`/socket.io/\`; the \`x-realtime\` section lists each channel's events and their payload schemas.`;
 

@@ -66,11 +66,14 @@ export const infraPlugin = fp<InfraOptions>(
   async (app, opts) => {
     const { config } = opts;
     app.decorate('config', config);
-    app.decorate('instanceId', randomUUID());
+    const instanceId = randomUUID();
+    app.decorate('instanceId', instanceId);
     app.decorate('clock', opts.clock ?? (() => new Date()));
     app.decorate('keyPrefix', opts.keyPrefix ?? 'pb:');
 
-    const dbh = opts.db ?? (await createDb(config.DATABASE_URL));
+    // An application_name of its own lets PostgreSQL tell this instance's
+    // connections apart (the metrics plugin's pool gauge reads them).
+    const dbh = opts.db ?? (await createDb(config.DATABASE_URL, { applicationName: `predict-backend ${instanceId.slice(0, 8)}` }));
     if (!opts.db) app.addHook('onClose', async () => dbh.close());
     if (opts.migrate !== false) await runMigrations(dbh);
     app.decorate('dbh', dbh);

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
@@ -154,6 +155,18 @@ export interface BenchApp {
   close(): Promise<void>;
 }
 
+/** A loopback port that was free a moment ago (METRICS_PORT=0 means off, so the bench needs a real one). */
+function freeMetricsPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
 /** The real app on a fresh database (PostgreSQL when DATABASE_URL is set), listening on loopback. */
 export async function startApp(env: Record<string, string> = {}, overrides: BuildOverrides = {}): Promise<BenchApp> {
   let db: DbHandle;
@@ -176,6 +189,8 @@ export async function startApp(env: Record<string, string> = {}, overrides: Buil
   const config = testConfig({
     JWT_SECRET: 'bench-secret-bench-secret-bench-secret-000',
     LOG_LEVEL: 'silent',
+    // Measured as deployed: metrics on (docs/decisions.md §15.1); BENCH_METRICS=off measures without.
+    METRICS_PORT: process.env.BENCH_METRICS === 'off' ? '0' : String(await freeMetricsPort()),
     ...(REDIS_URL ? { REDIS_URL } : {}),
     ...env,
   });

@@ -4,11 +4,29 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** Runs `src/server.ts` the way `npm start` does, with exactly the env given (plus PATH/HOME). */
-export function startServer(env: Record<string, string>): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOG_LEVEL: 'info', ...env },
+export const TEST_JWT_SECRET = 'test-secret-test-secret-test-secret-0123456789';
+
+/** tsx's loader by absolute URL, so a process can run from another working directory. */
+export const TSX_LOADER = import.meta.resolve('tsx');
+
+/**
+ * Runs `src/server.ts` the way `npm start` does, with exactly the env given
+ * (plus PATH/HOME, metrics off and a fixed JWT_SECRET unless given; an
+ * undefined value removes the variable). `cwd` other than the repository
+ * isolates `.env` and `.data/`.
+ */
+export function startServer(env: Record<string, string | undefined>, opts: { cwd?: string } = {}): ChildProcess & { output: () => string } {
+  const merged: Record<string, string | undefined> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
+    LOG_LEVEL: 'info',
+    METRICS_PORT: '0',
+    JWT_SECRET: TEST_JWT_SECRET,
+    ...env,
+  };
+  const child = spawn(process.execPath, ['--import', TSX_LOADER, fileURLToPath(new URL('../../src/server.ts', import.meta.url))], {
+    cwd: opts.cwd ?? ROOT,
+    env: Object.fromEntries(Object.entries(merged).filter((e): e is [string, string] => e[1] !== undefined)),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -2,17 +2,21 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { sendProblem } from '../../plugins/errors.js';
 import { problem } from '../../errors.js';
+import { keepServingUnderPressure } from '../../plugins/overload.js';
 import { checkReadiness } from './service.js';
 
 const Checks = z.record(z.string(), z.enum(['ok', 'failed', 'disabled']));
 
-/** GET /health/live and GET /health/ready (docs/decisions.md §9). */
+/**
+ * GET /health/live and GET /health/ready (docs/decisions.md §9). Both keep
+ * answering while the service sheds load (docs/decisions.md §15.3).
+ */
 export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = { dbh: app.dbh, redis: app.redisClient };
   app.get(
     '/health/live',
     {
-      config: { public: true },
+      config: { public: true, pressureHandler: keepServingUnderPressure },
       schema: {
         operationId: 'healthLive',
         tags: ['health'],
@@ -26,7 +30,7 @@ export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/health/ready',
     {
-      config: { public: true },
+      config: { public: true, pressureHandler: keepServingUnderPressure },
       schema: {
         operationId: 'healthReady',
         tags: ['health'],

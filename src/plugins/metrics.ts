@@ -1,0 +1,294 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sql } from 'drizzle-orm';
+import fp from 'fastify-plugin';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Config } from '../config.js';
+import { upstreamChannel, type UpstreamAttempt } from '../lib/http.js';
+
+/** What the jobs plugin reports of each finished run. */
+export interface FinishedJob {
+  name: string;
+  ok: boolean;
+  startedAt: string;
+  finishedAt: string;
+}
+
+export interface Metrics {
+  registry: Registry;
+  /** Counts a finished job run (wired to the jobs plugin's onJobFinished). */
+  jobFinished: (outcome: FinishedJob) => void;
+  /** The metrics listener's port once it listens (after app.listen()). */
+  listening(): Promise<number>;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Set when METRICS_PORT is not 0 (docs/decisions.md §15.1). */
+    metrics: Metrics | undefined;
+  }
+}
+
+const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const JOB_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+const UPSTREAM_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const METHOD_INDEX: Record<string, number> = { GET: 0, POST: 1, PUT: 2, PATCH: 3, DELETE: 4, HEAD: 5, OPTIONS: 6 };
+const OUTBOX_CHANNELS = ['push', 'messenger'];
+const OUTBOX_STATUSES = ['pending', 'sent', 'skipped', 'failed'];
+
+/** Names an upstream call by the configured base URL it starts with (longest first). */
+function upstreamNamer(config: Config): (url: string) => string {
+  const bases: Array<[string, string]> = (
+    [
+      [config.POLYMARKET_DATA_API_URL, 'polymarket-data'],
+      [config.POLYMARKET_GAMMA_API_URL, 'polymarket-gamma'],
+      [config.POLYMARKET_CLOB_API_URL, 'polymarket-clob'],
+      [config.KALSHI_API_URL, 'kalshi'],
+      [config.PUSH_API_URL, 'expo-push'],
+      [config.MESSENGER_API_URL, 'telegram'],
+      [config.IDP_USERINFO_URL, 'idp'],
+      [config.IDP_JWKS_URL, 'idp'],
+    ] as Array<[string | undefined, string]>
+  )
+    .filter((b): b is [string, string] => typeof b[0] === 'string' && b[0].length > 0)
+    .sort((a, b) => b[0].length - a[0].length);
+  return (url) => bases.find(([base]) => url.startsWith(base))?.[1] ?? 'other';
+}
+
+/**
+ * Prometheus metrics (docs/decisions.md §15.1) on their own listener,
+ * `METRICS_PORT` on `HOST`, path /metrics, never on the API port. Request
+ * metrics are one callback-style onResponse hook keyed by the route pattern
+ * (`routeOptions.url`, never the raw URL, so cardinality stays bounded);
+ * everything read from the database (data age, outbox, last job success,
+ * pool use) is collected at scrape time, so requests pay nothing for it.
+ */
+export const metricsPlugin = fp(
+  async (app) => {
+    const { config } = app;
+    const registry = new Registry();
+    // Process metrics, event-loop lag (nodejs_eventloop_lag_*) and heap among them.
+    collectDefaultMetrics({ register: registry });
+
+    const httpDuration = new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP requests by method, route pattern and status code',
+      labelNames: ['method', 'route', 'status_code'] as const,
+      buckets: HTTP_BUCKETS,
+      registers: [registry],
+    });
+    const rateLimited = new Counter({
+      name: 'http_rate_limited_total',
+      help: 'Requests refused with 429 RATE_LIMITED, by route pattern',
+      labelNames: ['route'] as const,
+      registers: [registry],
+    });
+
+    // Children are cached per (route, method, status): observe() on a child
+    // skips prom-client's per-call label hashing.
+    type Child = ReturnType<typeof httpDuration.labels>;
+    const children = new Map<string, Map<number, Child>>();
+    const observe = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      const status = reply.statusCode;
+      let byRoute = children.get(route);
+      if (byRoute === undefined) {
+        byRoute = new Map();
+        children.set(route, byRoute);
+      }
+      const key = status * 8 + (METHOD_INDEX[request.method] ?? 7);
+      let child = byRoute.get(key);
+      if (child === undefined) {
+        child = httpDuration.labels(request.method, route, String(status));
+        byRoute.set(key, child);
+      }
+      child.observe(reply.elapsedTime / 1000);
+      if (status === 429) rateLimited.labels(route).inc();
+      done();
+    };
+    app.addHook('onResponse', observe);
+
+    const jobRuns = new Counter({
+      name: 'job_runs_total',
+      help: 'Job runs finished on this instance, by job and outcome (success or failure)',
+      labelNames: ['job', 'outcome'] as const,
+      registers: [registry],
+    });
+    const jobDuration = new Histogram({
+      name: 'job_duration_seconds',
+      help: 'Duration of job runs on this instance',
+      labelNames: ['job'] as const,
+      buckets: JOB_BUCKETS,
+      registers: [registry],
+    });
+    // Jobs run on whichever instance holds their lock: the last success is read from job_runs.
+    new Gauge({
+      name: 'job_last_success_timestamp_seconds',
+      help: 'When each job last finished successfully on any instance (Unix time)',
+      labelNames: ['job'] as const,
+      registers: [registry],
+      async collect() {
+        const rows = await safeRows<{ name: string; t: number }>(
+          sql`select name, extract(epoch from max(finished_at))::float8 as t from job_runs where ok group by name`,
+        );
+        if (!rows) return;
+        this.reset();
+        for (const r of rows) this.labels(r.name).set(Number(r.t));
+      },
+    });
+
+    const upstream = new Histogram({
+      name: 'upstream_request_duration_seconds',
+      help: 'HTTP requests to venues and other upstreams (each attempt), by API and status (HTTP status, timeout or network)',
+      labelNames: ['api', 'status'] as const,
+      buckets: UPSTREAM_BUCKETS,
+      registers: [registry],
+    });
+    const nameOf = upstreamNamer(config);
+    const onUpstream = (message: unknown) => {
+      const a = message as UpstreamAttempt;
+      upstream.labels(a.api ?? nameOf(a.url), String(a.status)).observe(a.seconds);
+    };
+    upstreamChannel.subscribe(onUpstream);
+    app.addHook('onClose', async () => {
+      upstreamChannel.unsubscribe(onUpstream);
+    });
+
+    new Gauge({
+      name: 'venue_data_age_seconds',
+      help: 'Age of the freshest stored data per venue: prices (markets.price_updated_at), events (event_groups.last_seen_at), leaderboard (last board switch)',
+      labelNames: ['venue', 'data'] as const,
+      registers: [registry],
+      async collect() {
+        const rows = await safeRows<{ venue: string; data: string; age: number | null }>(sql`
+          select venue, 'prices' as data, extract(epoch from now() - max(price_updated_at))::float8 as age from markets group by venue
+          union all
+          select venue, 'events', extract(epoch from now() - max(last_seen_at))::float8 from event_groups group by venue
+          union all
+          select 'polymarket', 'leaderboard', extract(epoch from now() - max(switched_at))::float8 from leaderboard_current`);
+        if (!rows) return;
+        this.reset();
+        for (const r of rows) if (r.age !== null) this.labels(r.venue, r.data).set(Math.max(0, Number(r.age)));
+      },
+    });
+
+    new Gauge({
+      name: 'outbox_rows',
+      help: 'Notification delivery rows (the outbox) by channel and status',
+      labelNames: ['channel', 'status'] as const,
+      registers: [registry],
+      async collect() {
+        const rows = await safeRows<{ channel: string; status: string; n: number }>(
+          sql`select channel, status, count(*)::int as n from notification_deliveries group by channel, status`,
+        );
+        if (!rows) return;
+        this.reset();
+        for (const c of OUTBOX_CHANNELS) for (const s of OUTBOX_STATUSES) this.labels(c, s).set(0);
+        for (const r of rows) this.labels(r.channel, r.status).set(Number(r.n));
+      },
+    });
+
+    new Gauge({
+      name: 'socketio_connections',
+      help: 'Socket.IO connections open on this instance',
+      registers: [registry],
+      collect() {
+        // The realtime plugin is registered after this one; read it at scrape time.
+        const io = (app as { io?: { engine?: { clientsCount: number } } }).io;
+        this.set(io?.engine?.clientsCount ?? 0);
+      },
+    });
+
+    new Gauge({
+      name: 'db_pool_max_connections',
+      help: 'Size of this instance’s database connection pool',
+      registers: [registry],
+      collect() {
+        this.set(app.dbh.poolMax);
+      },
+    });
+    if (app.dbh.kind === 'postgres') {
+      // postgres-js keeps its pool counters private; PostgreSQL knows this instance's
+      // connections by their application_name (unique per instance, see the infra plugin).
+      new Gauge({
+        name: 'db_pool_connections',
+        help: 'This instance’s open PostgreSQL connections by state (active includes the scrape’s own query)',
+        labelNames: ['state'] as const,
+        registers: [registry],
+        async collect() {
+          const rows = await safeRows<{ active: number; idle: number }>(sql`
+            select count(*) filter (where state = 'active')::int as active,
+                   count(*) filter (where state is distinct from 'active')::int as idle
+            from pg_stat_activity where application_name = current_setting('application_name')`);
+          if (!rows?.[0]) return;
+          this.labels('active').set(Number(rows[0].active));
+          this.labels('idle').set(Number(rows[0].idle));
+        },
+      });
+    }
+
+    /** A scrape never fails because one query did: that metric keeps its last value. */
+    async function safeRows<T>(query: ReturnType<typeof sql>): Promise<T[] | undefined> {
+      try {
+        return await app.dbh.rows<T>(query);
+      } catch (err) {
+        app.log.warn({ err }, 'metrics: a scrape-time query failed');
+        return undefined;
+      }
+    }
+
+    const server: Server = createServer((req, res) => {
+      const path = (req.url ?? '').split('?')[0];
+      if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
+        res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Not found: metrics are at GET /metrics\n');
+        return;
+      }
+      registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
+        (err: unknown) => {
+          app.log.error({ err }, 'metrics: scrape failed');
+          res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('metrics collection failed\n');
+        },
+      );
+    });
+    let resolvePort!: (port: number) => void;
+    let rejectPort!: (err: Error) => void;
+    const listeningPort = new Promise<number>((resolve, reject) => {
+      resolvePort = resolve;
+      rejectPort = reject;
+    });
+    listeningPort.catch(() => {}); // observed by listening() callers only
+
+    // Bound when the API listens (buildApp itself never listens). A port in use
+    // is logged and the API keeps serving: metrics are not worth an outage.
+    app.addHook('onListen', (done) => {
+      server.once('error', (err) => {
+        app.log.error({ err }, `metrics: cannot listen on ${config.HOST}:${config.METRICS_PORT}`);
+        rejectPort(err);
+      });
+      server.listen(config.METRICS_PORT, config.HOST, () => {
+        const port = (server.address() as AddressInfo).port;
+        app.log.info({ port }, `metrics at http://${config.HOST}:${port}/metrics`);
+        resolvePort(port);
+      });
+      done();
+    });
+    app.addHook('onClose', async () => {
+      if (!server.listening) return;
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+
+    app.decorate('metrics', {
+      registry,
+      jobFinished: (outcome: FinishedJob) => {
+        jobRuns.labels(outcome.name, outcome.ok ? 'success' : 'failure').inc();
+        const seconds = (Date.parse(outcome.finishedAt) - Date.parse(outcome.startedAt)) / 1000;
+        if (Number.isFinite(seconds)) jobDuration.labels(outcome.name).observe(Math.max(0, seconds));
+      },
+      listening: () => listeningPort,
+    } satisfies Metrics);
+  },
+  { name: 'metrics', fastify: '5.x', dependencies: ['infra'] },
+);
