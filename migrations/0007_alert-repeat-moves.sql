@@ -8,6 +8,7 @@ ALTER TABLE "price_alerts" ADD COLUMN "trigger_count" integer DEFAULT 0 NOT NULL
 ALTER TABLE "price_alerts" ADD COLUMN "armed" boolean DEFAULT true NOT NULL;--> statement-breakpoint
 ALTER TABLE "price_alerts" ADD COLUMN "readings_from" timestamp with time zone DEFAULT now() NOT NULL;--> statement-breakpoint
 ALTER TABLE "price_alerts" ADD COLUMN "due_at" timestamp with time zone;--> statement-breakpoint
+CREATE INDEX "price_history_market_readings_idx" ON "price_history" USING btree ("market_id","ts","price");--> statement-breakpoint
 CREATE INDEX "price_alerts_check_idx" ON "price_alerts" USING btree ("market_id","armed","side","condition","target_price") WHERE "price_alerts"."active";--> statement-breakpoint
 CREATE INDEX "price_alerts_moves_idx" ON "price_alerts" USING btree ("market_id","change") WHERE "price_alerts"."active" and "price_alerts"."condition" = 'moves';--> statement-breakpoint
 CREATE INDEX "price_alerts_due_idx" ON "price_alerts" USING btree ("due_at") WHERE "price_alerts"."due_at" is not null;

@@ -222,11 +222,12 @@ function crossingSql(side: 'yes' | 'no', condition: 'above' | 'below', now: SQL)
  * looks at, all set-based:
  *  - crossing alerts of the changed markets (crossingSql), fired or re-armed;
  *  - move alerts of the changed markets whose `change` is within the market's
- *    largest difference from a reading of the last 1440 minutes (one
- *    aggregate per market over price_history); for those, the min and max of
- *    the readings after each alert's own lower bound (window start, creation,
- *    last firing) come from one window function over the market's readings
- *    and the alerts' bounds sorted together, not a query per alert;
+ *    largest difference from a reading of the last 1440 minutes (the
+ *    markets' readings are read from price_history once, one aggregate per
+ *    market); for those, the min and max of the readings after each alert's
+ *    own lower bound (window start, creation, last firing) come from one
+ *    window function over the market's readings and the alerts' bounds sorted
+ *    together, not a query per alert;
  *  - repeating alerts whose cooldown just ended (`due_at`) on markets that did
  *    not change: the market's current price is their reading, once;
  * then locks what it acts on (FOR UPDATE SKIP LOCKED, re-checking that the
@@ -248,11 +249,20 @@ export function alertTriggerSql(payload: string, now: Date): SQL {
         where a.due_at <= ${t} and a.active and mk.yes_price is not null and mk.status = 'active'
           and not exists (select 1 from c where c.market_id = a.market_id)
       ),
+      hm as (
+        -- The markets whose move alerts this pass looks at, and the last day of their readings, read once.
+        select c.market_id from c
+        where exists (select 1 from price_alerts a where a.market_id = c.market_id and a.active and a.condition = 'moves')
+        union
+        select d.market_id from due d join price_alerts a on a.id = d.id where a.condition = 'moves'
+      ),
+      hist as materialized (
+        select h.market_id, h.ts, h.price from hm join price_history h
+          on h.market_id = hm.market_id and h.ts > ${t} - make_interval(mins => ${MAX_WINDOW_MINUTES}::int) and h.ts <= ${t}
+      ),
       moved as (
         select c.market_id, c.p, greatest(c.p - min(h.price), max(h.price) - c.p) as dev
-        from c join price_history h
-          on h.market_id = c.market_id and h.ts > ${t} - make_interval(mins => ${MAX_WINDOW_MINUTES}::int) and h.ts <= ${t}
-        where exists (select 1 from price_alerts a where a.market_id = c.market_id and a.active and a.condition = 'moves')
+        from c join hist h on h.market_id = c.market_id
         group by c.market_id, c.p
       ),
       mc as materialized (
@@ -269,8 +279,7 @@ export function alertTriggerSql(payload: string, now: Date): SQL {
       ),
       timeline as (
         select h.market_id, h.ts, h.price, null::uuid as id, 1 as ord
-        from (select market_id, min(lower) as lower from mc group by market_id) b
-        join price_history h on h.market_id = b.market_id and h.ts > b.lower and h.ts <= ${t}
+        from hist h where h.market_id in (select market_id from mc)
         union all
         select market_id, lower, null, id, 0 from mc
       ),
