@@ -67,5 +67,11 @@ export const priceHistory = pgTable(
     price: doublePrecision('price').notNull(),
   },
   // The ts index serves the time-window compaction in price-sync (ts ranges across all markets).
-  (t) => [primaryKey({ columns: [t.marketId, t.ts] }), index('price_history_ts_idx').on(t.ts)],
+  // (market_id, ts, price) lets the price-alert check read a moved market's last day of readings
+  // (docs/decisions.md §14.3) from a few index pages instead of one heap page per reading.
+  (t) => [
+    primaryKey({ columns: [t.marketId, t.ts] }),
+    index('price_history_ts_idx').on(t.ts),
+    index('price_history_market_readings_idx').on(t.marketId, t.ts, t.price),
+  ],
 );

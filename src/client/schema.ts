@@ -9,13 +9,13 @@ export interface paths {
         };
         /**
          * All the caller's price alerts, active and triggered, newest first
-         * @description Alerts are checked on every price-sync cycle (60 s) against the markets whose price changed: an active alert fires when its side's price (`no` = 1 − yesPrice) is ≥ target (`above`) or ≤ target (`below`). Firing sets `active: false` with `triggeredAt`/`triggeredPrice` and sends one `price_alert_triggered` notification (`data.marketId`, `data.alertId`).
+         * @description Alerts are checked on every price-sync cycle (60 s) against the markets whose price changed (docs/decisions.md §6, §14). The side's price is yesPrice, or 1 − yesPrice for `no`. `above`/`below` fire when it is ≥ / ≤ `targetPrice`; `moves` fires when it differs by at least `change` from any reading of the last `windowMinutes` taken since the alert was created or last fired. Firing sets `triggeredAt`/`triggeredPrice` (the current reading), adds 1 to `triggerCount` and sends one `price_alert_triggered` notification (`data.marketId`, `data.alertId`, `data.triggerCount`), once across instances. Without `repeat` the alert then becomes inactive. With `repeat` it stays active and fires again no sooner than `cooldownMinutes` after its last firing: a crossing alert once a later reading went back across the target by at least 0.02 (`above`: ≤ target − 0.02; `below`: ≥ target + 0.02), a move alert on a new move measured from readings after its last firing. When a cooldown ends, the market's current price counts as a reading even if it has not changed.
          */
         get: operations["listAlerts"];
         put?: never;
         /**
          * Create a price alert
-         * @description The market must exist (404). At most 100 active alerts per user (409 ALERT_LIMIT). Alerts are checked on every price-sync cycle (60 s) against the markets whose price changed: an active alert fires when its side's price (`no` = 1 − yesPrice) is ≥ target (`above`) or ≤ target (`below`). Firing sets `active: false` with `triggeredAt`/`triggeredPrice` and sends one `price_alert_triggered` notification (`data.marketId`, `data.alertId`).
+         * @description The market must exist (404). At most 100 active alerts per user (409 ALERT_LIMIT). `above`/`below` need `targetPrice` and take no `change`/`windowMinutes`; `moves` needs `change` (0.01–0.5) and `windowMinutes` (5–1440) and takes no `targetPrice` (null or absent): otherwise 400. `repeat` defaults to false, `cooldownMinutes` (1–10080) to 60. Alerts are checked on every price-sync cycle (60 s) against the markets whose price changed (docs/decisions.md §6, §14). The side's price is yesPrice, or 1 − yesPrice for `no`. `above`/`below` fire when it is ≥ / ≤ `targetPrice`; `moves` fires when it differs by at least `change` from any reading of the last `windowMinutes` taken since the alert was created or last fired. Firing sets `triggeredAt`/`triggeredPrice` (the current reading), adds 1 to `triggerCount` and sends one `price_alert_triggered` notification (`data.marketId`, `data.alertId`, `data.triggerCount`), once across instances. Without `repeat` the alert then becomes inactive. With `repeat` it stays active and fires again no sooner than `cooldownMinutes` after its last firing: a crossing alert once a later reading went back across the target by at least 0.02 (`above`: ≤ target − 0.02; `below`: ≥ target + 0.02), a move alert on a new move measured from readings after its last firing. When a cooldown ends, the market's current price counts as a reading even if it has not changed.
          */
         post: operations["createAlert"];
         delete?: never;
@@ -34,7 +34,7 @@ export interface paths {
         get?: never;
         /**
          * Update a price alert (partial)
-         * @description Any of `targetPrice`, `condition`, `side`, `active`; an empty body is 400. Reactivating (`active: true` on an inactive alert) counts toward the 100-active limit and clears `triggeredAt`/`triggeredPrice`. Another user's alert or an unknown id → 404.
+         * @description Any of `targetPrice`, `condition`, `side`, `change`, `windowMinutes`, `repeat`, `cooldownMinutes`, `active`; an empty body is 400. Fields left out keep their values, except that switching between `above`/`below` and `moves` drops the other kind's fields; the result must be a valid alert as for POST (400 otherwise: `change`/`windowMinutes` on an `above`/`below` alert, `targetPrice` on a `moves` one, or a missing required field). A changed definition (`targetPrice`, `condition`, `side`, `change`, `windowMinutes`) starts afresh: a repeating crossing alert is armed again and a move alert counts readings from now; the cooldown still runs from the last firing. Reactivating (`active: true` on an inactive alert) counts toward the 100-active limit, clears `triggeredAt`/`triggeredPrice` and keeps `triggerCount`. Another user's alert or an unknown id → 404.
          */
         put: operations["updateAlert"];
         post?: never;
@@ -828,25 +828,38 @@ export interface components {
         };
         PriceAlert: {
             active: boolean;
+            /** @description `moves` alerts; null otherwise */
+            change: number | null;
             /**
-             * @description `above`: fires when the price is ≥ target; `below`: ≤ target
+             * @description `above`: fires when the side's price is ≥ targetPrice; `below`: ≤ targetPrice; `moves`: when it differs by at least `change` from any reading of the last `windowMinutes` (docs/decisions.md §14.3)
              * @enum {string}
              */
-            condition: "above" | "below";
+            condition: "above" | "below" | "moves";
+            /** Format: int64 */
+            cooldownMinutes: number;
             createdAt: string;
             id: string;
             marketId: string;
             marketTitle: string;
+            repeat: boolean;
             /**
              * @description The `no` price is 1 − yesPrice
              * @enum {string}
              */
             side: "yes" | "no";
-            targetPrice: number;
+            /** @description null on `moves` alerts */
+            targetPrice: number | null;
+            /**
+             * Format: int64
+             * @description How many times it fired
+             */
+            triggerCount: number;
             /** @description ISO 8601; when it last fired */
             triggeredAt: string | null;
-            /** @description The side's price that fired it */
+            /** @description The side's price that last fired it */
             triggeredPrice: number | null;
+            /** @description `moves` alerts; null otherwise */
+            windowMinutes: number | null;
         };
         /** @description RFC 9457 problem details (application/problem+json) */
         Problem: {
@@ -994,19 +1007,27 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    change?: number | null;
                     /**
-                     * @description `above`: fires when the price is ≥ target; `below`: ≤ target
+                     * @description `above`: fires when the side's price is ≥ targetPrice; `below`: ≤ targetPrice; `moves`: when it differs by at least `change` from any reading of the last `windowMinutes` (docs/decisions.md §14.3)
                      * @enum {string}
                      */
-                    condition: "above" | "below";
+                    condition: "above" | "below" | "moves";
+                    /**
+                     * Format: int32
+                     * @description Minimum time between two firings of a repeating alert, 1–10080 minutes (default 60)
+                     */
+                    cooldownMinutes?: number;
                     marketId: string;
+                    /** @description false (default): the alert fires once and becomes inactive. true: it stays active and fires again after `cooldownMinutes` — a crossing alert once a reading went back across the target by at least 0.02, a move alert on a new move measured from readings after its last firing */
+                    repeat?: boolean;
                     /**
                      * @description The `no` price is 1 − yesPrice
                      * @enum {string}
                      */
                     side: "yes" | "no";
-                    /** @description Probability, 0 < targetPrice < 1 */
-                    targetPrice: number;
+                    targetPrice?: number | null;
+                    windowMinutes?: number | null;
                 };
             };
         };
@@ -1080,18 +1101,26 @@ export interface operations {
             content: {
                 "application/json": {
                     active?: boolean;
+                    change?: number | null;
                     /**
-                     * @description `above`: fires when the price is ≥ target; `below`: ≤ target
+                     * @description `above`: fires when the side's price is ≥ targetPrice; `below`: ≤ targetPrice; `moves`: when it differs by at least `change` from any reading of the last `windowMinutes` (docs/decisions.md §14.3)
                      * @enum {string}
                      */
-                    condition?: "above" | "below";
+                    condition?: "above" | "below" | "moves";
+                    /**
+                     * Format: int32
+                     * @description Minimum time between two firings of a repeating alert, 1–10080 minutes (default 60)
+                     */
+                    cooldownMinutes?: number;
+                    /** @description false (default): the alert fires once and becomes inactive. true: it stays active and fires again after `cooldownMinutes` — a crossing alert once a reading went back across the target by at least 0.02, a move alert on a new move measured from readings after its last firing */
+                    repeat?: boolean;
                     /**
                      * @description The `no` price is 1 − yesPrice
                      * @enum {string}
                      */
                     side?: "yes" | "no";
-                    /** @description Probability, 0 < targetPrice < 1 */
-                    targetPrice?: number;
+                    targetPrice?: number | null;
+                    windowMinutes?: number | null;
                 };
             };
         };

@@ -42,6 +42,11 @@ describe('alert CRUD', () => {
       targetPrice: 0.65,
       condition: 'above',
       side: 'yes',
+      change: null,
+      windowMinutes: null,
+      repeat: false,
+      cooldownMinutes: 60,
+      triggerCount: 0,
       active: true,
       triggeredAt: null,
       triggeredPrice: null,
@@ -196,7 +201,7 @@ describe('the price-alert trigger', () => {
     const hitIds = [ids.yesAboveHit, ids.yesBelowHit, ids.noAboveHit, ids.noBelowHit];
     expect(notes.map((n) => n.data.alertId).sort()).toEqual([...hitIds].sort());
     for (const n of notes) {
-      expect(n.data).toEqual({ marketId: m.id, alertId: expect.any(String) });
+      expect(n.data).toEqual({ marketId: m.id, alertId: expect.any(String), triggerCount: 1 });
       expect(n.title).toContain('Fed cuts in March?');
       expect(n.read).toBe(false);
     }

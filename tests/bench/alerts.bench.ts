@@ -5,20 +5,24 @@ import type { PriceChange } from '../../src/domains/events/ingest.js';
 import { load, loadTable, PG_URL, startApp, startBaseline, writeSection, type BenchApp } from './harness.js';
 
 /**
- * Issue 6 performance:
+ * Issue 6 and issue 19 performance:
  *  1. One price-alert check with 1% of 10,000 markets moving, at 100k and 1M
- *     active alerts (1M on PostgreSQL only): a move that fires nothing vs a
- *     move that fires some, to show the cost follows the alerts that fire,
- *     not the alerts that exist.
+ *     active alerts of all kinds (1M on PostgreSQL only): a move that fires
+ *     nothing vs a move that fires some, to show the cost follows the alerts
+ *     the check acts on (fires or re-arms), not the alerts that exist.
  *  2. GET /api/v1/notifications p99 for a user with 10,000 notifications.
+ * BENCH_SMOKE=1: 20,000 alerts, one run each, no HTTP part, RESULTS.md untouched.
  */
+const SMOKE = process.env.BENCH_SMOKE === '1';
 const MARKETS = 10_000;
 const MOVING = MARKETS / 100;
-const RUNS = 5;
+const RUNS = SMOKE ? 1 : 5;
+/** Readings per market in the last day (one every 10 minutes), around 0.5. */
+const HISTORY_POINTS = 144;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-async function seedMarketsAndUsers(b: BenchApp) {
+async function seedMarketsAndUsers(b: BenchApp, now: Date) {
   await b.db.rows(
     sql`insert into event_groups (id, venue, venue_event_id, slug, title) values ('bg', 'polymarket', 'bg', 'bench-group', 'Bench')`,
   );
@@ -29,24 +33,56 @@ async function seedMarketsAndUsers(b: BenchApp) {
   await b.db.rows(sql`
     insert into users (chain, wallet_address, auth_method)
     select 'evm', '0x' || lpad(to_hex(g), 40, '0'), 'wallet' from generate_series(1, 10000) g`);
+  // The readings move alerts measure from: the last day, within ±0.01 of 0.5.
+  await b.db.rows(sql`
+    insert into price_history (market_id, ts, price)
+    select 'bm-' || g, ${now.toISOString()}::timestamptz - make_interval(mins => 10 * k), 0.49 + random() * 0.02
+    from generate_series(0, ${MARKETS - 1}::int) g, generate_series(1, ${HISTORY_POINTS}::int) k`);
+  await b.db.rows(sql`vacuum analyze price_history`);
 }
 
 /**
  * Grows the alert table to `total` active alerts spread evenly over the
- * markets. Targets sit away from the current 0.5: `above` in (0.6, 0.99),
- * `below` in (0.01, 0.4), for both sides, so a small move fires nothing and
- * a move to 0.65 fires a few percent of the moved markets' alerts.
+ * markets, of all kinds, targets on the side's price (0.5 for both sides):
+ *  - g % 6 = 0, 1: `above` in (0.6, 0.99) / `below` in (0.01, 0.4), not repeating;
+ *  - g % 6 = 2, 3: the same, repeating (cooldown 1–1440 min);
+ *  - g % 6 = 4: repeating crossing alerts that fired two hours ago and wait to be re-armed
+ *    (`above` in (0.3, 0.48), `below` in (0.52, 0.7): the price is past them);
+ *  - g % 6 = 5: `moves`, change in (0.05, 0.5), window 5–1440 min, half repeating;
+ * both sides alternately. A small move (0.52) acts on none of them; a move to
+ * 0.65 fires a few percent of the moved markets' alerts and re-arms some.
  */
-async function seedAlerts(b: BenchApp, from: number, to: number) {
+async function seedAlerts(b: BenchApp, from: number, to: number, now: Date) {
+  const created = sql`${new Date(now.getTime() - 3 * 86_400_000).toISOString()}::timestamptz`;
+  const fired = sql`${new Date(now.getTime() - 2 * 3_600_000).toISOString()}::timestamptz`;
   await b.db.rows(sql`
-    with u as (select id, row_number() over (order by id) - 1 as k from users)
-    insert into price_alerts (user_id, market_id, target_price, condition, side)
-    select u.id, 'bm-' || (g % ${MARKETS}::int),
-           case when g % 2 = 0 then 0.6 + random() * 0.39 else 0.01 + random() * 0.39 end,
-           case when g % 2 = 0 then 'above' else 'below' end,
-           case when (g / 2) % 2 = 0 then 'yes' else 'no' end
-    from generate_series(${from}::int, ${to - 1}::int) g join u on u.k = (g / 100) % 10000`);
+    with u as (select id, row_number() over (order by id) - 1 as k from users),
+    g as (select g, g % 6 as kind, (g / 6) % 2 = 0 as yes, (g / 12) % 2 = 0 as up from generate_series(${from}::int, ${to - 1}::int) g)
+    insert into price_alerts (user_id, market_id, target_price, condition, side, change, window_minutes, repeat, cooldown_minutes,
+                              trigger_count, armed, triggered_at, triggered_price, readings_from, created_at, updated_at)
+    select u.id, 'bm-' || (g.g % ${MARKETS}::int),
+           case when g.kind = 5 then null
+                when g.kind = 4 then case when g.up then 0.3 + random() * 0.18 else 0.52 + random() * 0.18 end
+                when g.up then 0.6 + random() * 0.39 else 0.01 + random() * 0.39 end,
+           case when g.kind = 5 then 'moves' when g.up then 'above' else 'below' end,
+           case when g.yes then 'yes' else 'no' end,
+           case when g.kind = 5 then 0.05 + random() * 0.45 end,
+           case when g.kind = 5 then 5 + floor(random() * 1436)::int end,
+           g.kind in (2, 3, 4) or (g.kind = 5 and g.up),
+           1 + floor(random() * 1440)::int,
+           case when g.kind = 4 then 1 else 0 end,
+           g.kind <> 4,
+           case when g.kind = 4 then ${fired} end,
+           case when g.kind = 4 then 0.5 end,
+           case when g.kind = 4 then ${fired} else ${created} end,
+           ${created}, ${created}
+    from g join u on u.k = (g.g / 100) % 10000`);
   await b.db.rows(sql`vacuum analyze price_alerts`);
+  // What resetAfterCheck puts back.
+  await b.db.rows(sql`create table if not exists bench_alert_seed as select * from price_alerts with no data`);
+  await b.db.rows(
+    sql`insert into bench_alert_seed select * from price_alerts where created_at = ${created} and id not in (select id from bench_alert_seed)`,
+  );
 }
 
 function changes(price: number, offset: number): PriceChange[] {
@@ -58,32 +94,41 @@ function changes(price: number, offset: number): PriceChange[] {
   }));
 }
 
-/** Puts fired alerts back and removes what the check produced, so every run starts equal. */
-async function resetFired(b: BenchApp) {
+/** Puts the alerts a check touched (updated_at = its clock) back as seeded and removes what it produced, so every run starts equal. */
+async function resetAfterCheck(b: BenchApp, at: Date) {
   await drainDeliveries(b.app.delivery);
-  await b.db.rows(sql`update price_alerts set active = true, triggered_at = null, triggered_price = null where triggered_at is not null`);
+  await b.db.rows(sql`
+    update price_alerts a set active = s.active, trigger_count = s.trigger_count, armed = s.armed, triggered_at = s.triggered_at,
+      triggered_price = s.triggered_price, readings_from = s.readings_from, due_at = s.due_at, updated_at = s.updated_at
+    from bench_alert_seed s where s.id = a.id and a.updated_at = ${at.toISOString()}::timestamptz`);
   await b.db.rows(sql`delete from notifications where type = 'price_alert_triggered'`);
 }
 
-async function measureCheck(b: BenchApp, price: number): Promise<{ ms: number; fired: number }> {
+async function measureCheck(b: BenchApp, price: number, now: Date): Promise<{ ms: number; fired: number; touched: number }> {
   const times: number[] = [];
   let fired = 0;
+  let touched = 0;
   for (let r = 0; r < RUNS; r++) {
+    const at = new Date(now.getTime() + r);
     const t0 = performance.now();
-    fired = await checkPriceAlerts(b.app.jobs.deps(), changes(price, r * 13));
+    fired = await checkPriceAlerts({ ...b.app.jobs.deps(), clock: () => at }, changes(price, r * 13));
     times.push(performance.now() - t0);
-    await resetFired(b);
+    const [{ n }] = await b.db.rows<{ n: number }>(
+      sql`select count(*)::int as n from price_alerts where updated_at = ${at.toISOString()}::timestamptz`,
+    );
+    touched = Number(n);
+    await resetAfterCheck(b, at);
   }
-  return { ms: Math.round(median(times) * 10) / 10, fired };
+  return { ms: Math.round(median(times) * 10) / 10, fired, touched };
 }
 
-async function explainTrigger(b: BenchApp): Promise<string> {
+async function explainTrigger(b: BenchApp, now: Date): Promise<string> {
   const payload = JSON.stringify(changes(0.65, 0).map((c) => ({ m: c.marketId, p: c.yesPrice })));
   let plan = '';
   await b.app.db
     .transaction(async (tx) => {
       const rows = await b.db.rows<Record<string, string>>(
-        sql`explain (analyze, costs off, timing off, summary off) ${alertTriggerSql(payload, new Date())}`,
+        sql`explain (analyze, costs off, timing off, summary off) ${alertTriggerSql(payload, now)}`,
         tx,
       );
       plan = rows.map((r) => Object.values(r)[0]).join('\n');
@@ -98,48 +143,60 @@ async function explainTrigger(b: BenchApp): Promise<string> {
 export default async function run() {
   const b = await startApp({ JOBS: 'off', PUSH_API_URL: 'http://127.0.0.1:9' });
   const out: string[] = [];
+  const now = new Date();
   try {
-    await seedMarketsAndUsers(b);
-    const sizes = PG_URL ? [100_000, 1_000_000] : [100_000];
+    await seedMarketsAndUsers(b, now);
+    const sizes = SMOKE ? [20_000] : PG_URL ? [100_000, 1_000_000] : [100_000];
     const rows: string[] = [];
     let seeded = 0;
     let plan = '';
     for (const size of sizes) {
       const t0 = performance.now();
-      await seedAlerts(b, seeded, size);
+      await seedAlerts(b, seeded, size, now);
       seeded = size;
       process.stdout.write(`seeded ${size} alerts in ${Math.round(performance.now() - t0)} ms\n`);
-      const quiet = await measureCheck(b, 0.52);
-      const firing = await measureCheck(b, 0.65);
+      const quiet = await measureCheck(b, 0.52, now);
+      const firing = await measureCheck(b, 0.65, now);
+      const acted = firing.touched;
       rows.push(
-        `| ${size.toLocaleString('en')} | ${MOVING} | ${quiet.fired} | ${quiet.ms} | ${firing.fired} | ${firing.ms} | ${firing.fired ? Math.round((firing.ms / firing.fired) * 1000) / 1000 : 'n/a'} |`,
+        `| ${size.toLocaleString('en')} | ${MOVING} | ${quiet.fired} / ${quiet.touched} | ${quiet.ms} | ${firing.fired} / ${acted} | ${firing.ms} | ${acted ? Math.round((firing.ms / acted) * 1000) / 1000 : 'n/a'} |`,
       );
-      if (size === sizes[sizes.length - 1]) plan = await explainTrigger(b);
+      process.stdout.write(rows[rows.length - 1] + '\n');
+      if (size === sizes[sizes.length - 1]) plan = await explainTrigger(b, now);
     }
     out.push(
       `### One alert check (10,000 markets, ${MOVING} moving; median of ${RUNS})`,
       '',
-      '| active alerts | markets moving | fired (small move) | ms | fired (move to 0.65) | ms | ms per fired alert |',
+      'Alerts of all kinds: one-shot and repeating `above`/`below`, repeating ones waiting to be re-armed, and `moves` ' +
+        `(each market has ${HISTORY_POINTS} readings in the last day).`,
+      '',
+      '| active alerts | markets moving | fired / acted on (small move) | ms | fired / acted on (move to 0.65) | ms | ms per alert acted on |',
       '|---|---|---|---|---|---|---|',
       ...rows,
       '',
-      'The check is one statement (plus one INSERT of the notifications and one of their outbox rows); ' +
-        'it range-scans `price_alerts_active_market_idx` (market_id, side, condition, target_price) WHERE active ' +
-        'once per (moved market, side, condition), so a move that fires nothing costs the same at 100k and 1M.',
+      'The check is one statement (plus one INSERT of the notifications and one of their outbox rows). Per moved market it ' +
+        'range-scans `price_alerts_check_idx` (market_id, armed, side, condition, target_price) WHERE active for the crossing ' +
+        'alerts the price fires or re-arms, and `price_alerts_moves_idx` (market_id, change) for the move alerts within the ' +
+        "market's largest difference from its last day of readings; their windows' min/max come from one window function " +
+        'over those readings. "Acted on" counts alerts fired or re-armed. A move that acts on nothing costs the same at 100k and 1M.',
       '',
-      '<details><summary>EXPLAIN ANALYZE of the trigger statement (largest size, move to 0.65)</summary>',
+      '<details><summary>EXPLAIN ANALYZE of the check statement (largest size, move to 0.65)</summary>',
       '',
       '```',
       plan
         .split('\n')
-        .filter((l) => /Scan|Join|Loop|Update|CTE|Append|LockRows|rows=/.test(l))
-        .slice(0, 40)
+        .filter((l) => /Scan|Join|Loop|Update|CTE|Append|LockRows|WindowAgg|Aggregate|rows=/.test(l))
+        .slice(0, 60)
         .join('\n'),
       '```',
       '',
       '</details>',
       '',
     );
+    if (SMOKE) {
+      process.stdout.write(out.join('\n') + '\n');
+      return;
+    }
 
     // Notification list for a user with 10,000 notifications.
     const [u] = await b.db.rows<{ id: string; wallet_address: string }>(sql`select id, wallet_address from users order by id limit 1`);

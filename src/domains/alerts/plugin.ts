@@ -5,7 +5,7 @@ import { AlertIdParamsSchema, CreateAlertBodySchema, PriceAlertSchema, UpdateAle
 import { createAlert, deleteAlert, listAlerts, updateAlert } from './service.js';
 
 const TRIGGER_NOTE =
-  "Alerts are checked on every price-sync cycle (60 s) against the markets whose price changed: an active alert fires when its side's price (`no` = 1 − yesPrice) is ≥ target (`above`) or ≤ target (`below`). Firing sets `active: false` with `triggeredAt`/`triggeredPrice` and sends one `price_alert_triggered` notification (`data.marketId`, `data.alertId`).";
+  "Alerts are checked on every price-sync cycle (60 s) against the markets whose price changed (docs/decisions.md §6, §14). The side's price is yesPrice, or 1 − yesPrice for `no`. `above`/`below` fire when it is ≥ / ≤ `targetPrice`; `moves` fires when it differs by at least `change` from any reading of the last `windowMinutes` taken since the alert was created or last fired. Firing sets `triggeredAt`/`triggeredPrice` (the current reading), adds 1 to `triggerCount` and sends one `price_alert_triggered` notification (`data.marketId`, `data.alertId`, `data.triggerCount`), once across instances. Without `repeat` the alert then becomes inactive. With `repeat` it stays active and fires again no sooner than `cooldownMinutes` after its last firing: a crossing alert once a later reading went back across the target by at least 0.02 (`above`: ≤ target − 0.02; `below`: ≥ target + 0.02), a move alert on a new move measured from readings after its last firing. When a cooldown ends, the market's current price counts as a reading even if it has not changed.";
 
 /** Seed §4.5 with docs/decisions.md §6, under /api/v1/alerts. */
 export const alertRoutes: FastifyPluginAsyncZod = async (app) => {
@@ -31,7 +31,7 @@ export const alertRoutes: FastifyPluginAsyncZod = async (app) => {
         operationId: 'createAlert',
         tags: ['alerts'],
         summary: 'Create a price alert',
-        description: `The market must exist (404). At most 100 active alerts per user (409 ALERT_LIMIT). ${TRIGGER_NOTE}`,
+        description: `The market must exist (404). At most 100 active alerts per user (409 ALERT_LIMIT). \`above\`/\`below\` need \`targetPrice\` and take no \`change\`/\`windowMinutes\`; \`moves\` needs \`change\` (0.01–0.5) and \`windowMinutes\` (5–1440) and takes no \`targetPrice\` (null or absent): otherwise 400. \`repeat\` defaults to false, \`cooldownMinutes\` (1–10080) to 60. ${TRIGGER_NOTE}`,
         body: CreateAlertBodySchema,
         response: { 201: PriceAlertSchema, ...problemResponses(400, 401, 404, 409) },
       },
@@ -47,7 +47,7 @@ export const alertRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['alerts'],
         summary: 'Update a price alert (partial)',
         description:
-          "Any of `targetPrice`, `condition`, `side`, `active`; an empty body is 400. Reactivating (`active: true` on an inactive alert) counts toward the 100-active limit and clears `triggeredAt`/`triggeredPrice`. Another user's alert or an unknown id → 404.",
+          "Any of `targetPrice`, `condition`, `side`, `change`, `windowMinutes`, `repeat`, `cooldownMinutes`, `active`; an empty body is 400. Fields left out keep their values, except that switching between `above`/`below` and `moves` drops the other kind's fields; the result must be a valid alert as for POST (400 otherwise: `change`/`windowMinutes` on an `above`/`below` alert, `targetPrice` on a `moves` one, or a missing required field). A changed definition (`targetPrice`, `condition`, `side`, `change`, `windowMinutes`) starts afresh: a repeating crossing alert is armed again and a move alert counts readings from now; the cooldown still runs from the last firing. Reactivating (`active: true` on an inactive alert) counts toward the 100-active limit, clears `triggeredAt`/`triggeredPrice` and keeps `triggerCount`. Another user's alert or an unknown id → 404.",
         params: AlertIdParamsSchema,
         body: UpdateAlertBodySchema,
         response: { 200: PriceAlertSchema, ...problemResponses(400, 401, 404, 409) },
