@@ -166,7 +166,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   if (config.METRICS_PORT !== 0) await app.register(metricsPlugin);
   else app.decorate('metrics', undefined);
   // docs/decisions.md §15.3: refuse early under overload, before any other per-request work.
-  await app.register(overloadPlugin, overrides.overload ?? {});
+  if (config.OVERLOAD_GUARD) await app.register(overloadPlugin, overrides.overload ?? {});
 
   let closing = false;
   app.addHook('preClose', async () => {

@@ -201,6 +201,8 @@ const EnvSchema = z
     SIGN_IN_BARE_NONCE: bool(true),
     // docs/decisions.md §15.1: Prometheus metrics on their own listener; 0 turns them off.
     METRICS_PORT: port(9464),
+    // docs/decisions.md §15.3: refuse requests with 503 past the event-loop delay or heap limit.
+    OVERLOAD_GUARD: bool(true),
     SHUTDOWN_TIMEOUT_MS: z.preprocess(
       emptyToUndefined,
       z.coerce.number({ message: 'must be a number' }).int().min(100, 'must be at least 100').default(10_000),
