@@ -29,6 +29,7 @@ import { alertRoutes } from './domains/alerts/plugin.js';
 import { pushRoutes } from './domains/push/plugin.js';
 import { leaderboardRoutes } from './domains/leaderboard/plugin.js';
 import { realtimePlugin, type RealtimeOptions } from './domains/realtime/plugin.js';
+import { hotMarketsPlugin, type HotMarketsPluginOptions } from './domains/events/hot-markets-plugin.js';
 import { realtimeDocument } from './domains/realtime/schemas.js';
 import { jobsPlugin } from './jobs/plugin.js';
 import { jobRoutes } from './jobs/routes.js';
@@ -54,6 +55,8 @@ export interface BuildOverrides {
   migrate?: boolean;
   /** WebSocket limits and timings (tests shrink them); defaults are docs/api-contract.md §8's. */
   realtime?: Partial<RealtimeOptions>;
+  /** Hot-market registry, lease and venue-socket timings (tests shrink them); defaults meet docs/decisions.md §11.2. */
+  hotMarkets?: HotMarketsPluginOptions;
   /** Overload thresholds (tests force the refusal path with them). */
   overload?: OverloadOptions;
 }
@@ -203,6 +206,8 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   await app.register(leaderboardRoutes, { prefix: '/api/v1/leaderboard' });
   await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot' });
 
+  // docs/decisions.md §11.2: before realtime, so it sees the Socket.IO rooms from the first socket on.
+  await app.register(hotMarketsPlugin, overrides.hotMarkets ?? {});
   await app.register(realtimePlugin, overrides.realtime ?? {});
   await app.register(jobsPlugin, {
     definitions: overrides.jobs ?? jobDefinitions,

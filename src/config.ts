@@ -168,6 +168,20 @@ const EnvSchema = z
     POLYMARKET_GAMMA_API_URL: httpUrl('POLYMARKET_GAMMA_API_URL').default('https://gamma-api.polymarket.com'),
     POLYMARKET_CLOB_API_URL: httpUrl('POLYMARKET_CLOB_API_URL').default('https://clob.polymarket.com'),
     KALSHI_API_URL: httpUrl('KALSHI_API_URL').default('https://api.elections.kalshi.com/trade-api/v2'),
+    // docs/decisions.md §1, §11.2: used exactly as given; empty turns the hot-market feed off.
+    POLYMARKET_MARKET_WS_URL: z
+      .string()
+      .default('wss://ws-subscriptions-clob.polymarket.com/ws/market')
+      .transform((v) => v.trim())
+      .refine((v) => {
+        if (v === '') return true;
+        try {
+          const u = new URL(v);
+          return u.protocol === 'ws:' || u.protocol === 'wss:';
+        } catch {
+          return false;
+        }
+      }, 'POLYMARKET_MARKET_WS_URL must be a ws(s) URL, or empty to turn the hot-market feed off'),
     IDP_USERINFO_URL: httpUrl('IDP_USERINFO_URL').optional(),
     IDP_JWKS_URL: httpUrl('IDP_JWKS_URL').optional(),
     IDP_ISSUER: optionalString,
@@ -283,5 +297,14 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
 /** A config for tests and tools: defaults plus overrides, no process.env. */
 export function testConfig(overrides: Record<string, string | undefined> = {}): Config {
   // METRICS_PORT off: many apps share one test process; the metrics tests pick a port.
-  return loadConfig({ NODE_ENV: 'test', DATABASE_URL: 'pglite:memory', JOBS: 'off', LOG_LEVEL: 'silent', METRICS_PORT: '0', ...overrides });
+  // POLYMARKET_MARKET_WS_URL off: tests never reach the venue; the hot-market tests point it at their fake.
+  return loadConfig({
+    NODE_ENV: 'test',
+    DATABASE_URL: 'pglite:memory',
+    JOBS: 'off',
+    LOG_LEVEL: 'silent',
+    METRICS_PORT: '0',
+    POLYMARKET_MARKET_WS_URL: '',
+    ...overrides,
+  });
 }
