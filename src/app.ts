@@ -35,6 +35,18 @@ import { jobsPlugin } from './jobs/plugin.js';
 import { jobRoutes } from './jobs/routes.js';
 import { jobDefinitions } from './jobs/registry.js';
 import type { JobDefinition } from './jobs/types.js';
+import { createVenueClients, type VenueClientOptions, type VenueClients } from './venues/clients.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * One client and rate limiter per venue API for the whole process
+     * (docs/venues.md "What we call"): every job and on-demand path uses these,
+     * so together they stay within each API's budget.
+     */
+    venues: VenueClients;
+  }
+}
 
 export const BODY_LIMIT = 64 * 1024;
 export const REQUEST_TIMEOUT_MS = 30_000;
@@ -59,6 +71,8 @@ export interface BuildOverrides {
   hotMarkets?: HotMarketsPluginOptions;
   /** Overload thresholds (tests force the refusal path with them). */
   overload?: OverloadOptions;
+  /** Venue client options (tests raise the budgets to run fast, or lower retries). */
+  venues?: VenueClientOptions;
 }
 
 export function loggerOptions(config: Config, opts: { pretty?: boolean } = {}): FastifyServerOptions['logger'] {
@@ -164,6 +178,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     clock: overrides.clock,
     migrate: overrides.migrate,
   });
+  app.decorate('venues', createVenueClients(config, overrides.venues));
 
   // docs/decisions.md §15.1: its onResponse hook sees every route registered below.
   if (config.METRICS_PORT !== 0) await app.register(metricsPlugin);

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { and, eq, sql } from 'drizzle-orm';
 import { leaderboardCurrent, leaderboardSnapshots } from '../../drizzle/index.js';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { buildTestApp, FAST_VENUES, type TestApp } from '../helpers/app.js';
 import { MonitorUpdateSchema } from '../../src/domains/realtime/schemas.js';
 import { startFakeDataApi, type FakeDataApi } from '../fakes/venues/polymarket-data.js';
 
@@ -197,7 +197,8 @@ beforeAll(async () => {
   fake.setUser(WHALE.wallet, {
     closed: [{ ...closedRow('W1', 0.5, 100_000, 50_000, NOW - 600), proxyWallet: WHALE.wallet, title: 'Whale market' }],
   });
-  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url });
+  // Budgets far above the venue's: these tests check behaviour, venue-budget.test.ts checks the budget.
+  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { venues: FAST_VENUES });
   t.app.bus.on('publish', (m) => published.push(m));
   const sync = await runJob('leaderboard-sync');
   expect(sync).toMatchObject({ ok: true });
@@ -407,7 +408,13 @@ describe('enrichment', () => {
   it('asks the venue with the documented parameters', () => {
     const q = (path: string) => fake.server.requests.find((r) => r.path === path && r.query.get('user') === HERO.wallet)!.query;
     expect(Object.fromEntries(q('/positions'))).toEqual({ user: HERO.wallet, sizeThreshold: '0', limit: '500' });
-    expect(Object.fromEntries(q('/closed-positions'))).toEqual({ user: HERO.wallet, limit: '50', offset: '0' });
+    expect(Object.fromEntries(q('/closed-positions'))).toEqual({
+      user: HERO.wallet,
+      sortBy: 'TIMESTAMP',
+      sortDirection: 'DESC',
+      limit: '50',
+      offset: '0',
+    });
     expect(Object.fromEntries(q('/trades'))).toEqual({ user: HERO.wallet, limit: '500', takerOnly: 'false' });
     const lb = fake.server.requests.find((r) => r.path === '/v1/leaderboard')!.query;
     expect([...lb.keys()].sort()).toEqual(['category', 'limit', 'offset', 'orderBy', 'timePeriod']);

@@ -2,7 +2,7 @@ import { inArray, sql } from 'drizzle-orm';
 import { biggestWins, traderStats } from '../../../drizzle/index.js';
 import type { DbHandle } from '../../db/index.js';
 import { monitorChannel } from '../realtime/channels.js';
-import { fetchTraderActivity } from '../../venues/polymarket/data-api.js';
+import { fetchTraderActivitySince } from '../../venues/polymarket/data-api.js';
 import { computeFigures, selectBiggestWins, winningPositions, type TraderFigures, type WinRow } from './figures.js';
 import { mapLimit } from '../../lib/map-limit.js';
 import type { LeaderboardDeps } from './sync.js';
@@ -126,7 +126,7 @@ async function writeBatch(dbh: DbHandle, batch: Enriched[], now: Date): Promise<
  * next run starts with the traders it did not reach.
  */
 export async function enrichLeaderboard(deps: LeaderboardDeps, opts: EnrichOptions = {}): Promise<{ items: number; failed: number }> {
-  const concurrency = opts.concurrency ?? 4;
+  const concurrency = opts.concurrency ?? 2;
   const batchSize = opts.batchSize ?? 50;
   const now = deps.clock();
   const candidates = await selectCandidates(deps.dbh, opts.maxTraders ?? 1_500, new Date(now.getTime() - (opts.freshForMs ?? 20 * 60_000)));
@@ -137,7 +137,7 @@ export async function enrichLeaderboard(deps: LeaderboardDeps, opts: EnrichOptio
     const slice = candidates.slice(i, i + batchSize);
     const results = await mapLimit(slice, concurrency, async (candidate): Promise<Enriched | undefined> => {
       try {
-        const activity = await fetchTraderActivity(deps.api, candidate.wallet, opts.maxClosedPages ?? 20);
+        const activity = await fetchTraderActivitySince(deps.api, candidate.wallet, { maxClosedPages: opts.maxClosedPages });
         return {
           candidate,
           figures: computeFigures(activity),

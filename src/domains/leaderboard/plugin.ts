@@ -45,7 +45,9 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
     secret: app.config.JWT_SECRET,
     cache,
     clock: app.clock,
-    api: { baseUrl: app.config.POLYMARKET_DATA_API_URL, http: { timeoutMs: 5_000, attempts: 2 } },
+    // The process's one Data API client (its limiter is shared with leaderboard-sync and enrichment),
+    // with fewer, shorter attempts: someone is waiting for this answer.
+    api: { ...app.venues.data, http: { ...app.venues.data.http, timeoutMs: 5_000, attempts: 2 } },
     profileTtlMs: PROFILE_TTL_MS,
   });
 

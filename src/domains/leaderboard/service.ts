@@ -2,7 +2,7 @@ import type { Db, DbHandle } from '../../db/index.js';
 import { AppError, unavailable } from '../../errors.js';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.js';
 import { UpstreamError } from '../../lib/http.js';
-import { fetchTraderActivity, type DataApi } from '../../venues/polymarket/data-api.js';
+import { fetchTraderActivitySince, type DataApi } from '../../venues/polymarket/data-api.js';
 import { fallbackAvatar, periodMs, shortAddress, type Period } from '../../venues/polymarket/data-map.js';
 import { computeFigures } from './figures.js';
 import {
@@ -272,6 +272,9 @@ export async function listBiggestWins(
  * Any other address is fetched from the venue and cached for profileTtlMs;
  * its figures are computed over the period's closed positions and trades.
  */
+/** Closed-position pages an on-demand profile reads at most (50 rows each): someone is waiting. */
+export const ON_DEMAND_CLOSED_PAGES = 10;
+
 export async function getTraderProfile(deps: ProfileDeps, address: string, period: Period): Promise<TraderProfile> {
   const wallet = address.toLowerCase();
   const pointer = await currentPointer(deps, 'OVERALL', period);
@@ -295,9 +298,13 @@ export async function getTraderProfile(deps: ProfileDeps, address: string, perio
   const cached = await selectCachedProfile(deps.db, wallet, period);
   if (cached && now.getTime() - cached.fetchedAt.getTime() < deps.profileTtlMs) return cached.profile as unknown as TraderProfile;
 
+  const ms = periodMs(period);
   let activity;
   try {
-    activity = await fetchTraderActivity(deps.api, wallet, 10);
+    activity = await fetchTraderActivitySince(deps.api, wallet, {
+      since: ms === undefined ? undefined : new Date(now.getTime() - ms),
+      maxClosedPages: ON_DEMAND_CLOSED_PAGES,
+    });
   } catch (err) {
     // A stale copy beats an error while the venue is down.
     if (cached) return cached.profile as unknown as TraderProfile;
@@ -305,7 +312,6 @@ export async function getTraderProfile(deps: ProfileDeps, address: string, perio
       throw unavailable('The trader data venue is unavailable, try again shortly', 30);
     throw err;
   }
-  const ms = periodMs(period);
   const f = computeFigures(activity, ms === undefined ? undefined : now.getTime() - ms);
   const named = activity.trades.find((t) => t.name.trim() || t.pseudonym.trim());
   const profile: TraderProfile = {

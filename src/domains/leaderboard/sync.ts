@@ -109,10 +109,9 @@ export async function pruneSnapshots(dbh: DbHandle): Promise<void> {
 export async function syncBoard(deps: LeaderboardDeps, category: Category, period: Period, at = deps.clock()): Promise<BoardOutcome> {
   try {
     const timePeriod = toVenuePeriod(period);
-    const [byPnl, byVol] = await Promise.all([
-      fetchLeaderboard(deps.api, { category, timePeriod, orderBy: 'PNL' }),
-      fetchLeaderboard(deps.api, { category, timePeriod, orderBy: 'VOL' }),
-    ]);
+    // One ordering after the other: the Data API limiter is the process's, shared with enrichment and profiles.
+    const byPnl = await fetchLeaderboard(deps.api, { category, timePeriod, orderBy: 'PNL' });
+    const byVol = await fetchLeaderboard(deps.api, { category, timePeriod, orderBy: 'VOL' });
     const rows = mergeOrderings(byPnl.rows, byVol.rows);
     const skipped = byPnl.skipped + byVol.skipped;
     // An empty answer is far more likely a venue hiccup than an empty board: keep the last good one.
@@ -137,7 +136,7 @@ export async function syncLeaderboards(
 ): Promise<{ items: number; boards: BoardOutcome[] }> {
   const pairs = CATEGORIES.flatMap((category) => PERIODS.map((period) => ({ category, period })));
   const at = deps.clock(); // one instant per sync: every board's points and switch time
-  const boards = await mapLimit(pairs, opts.concurrency ?? 4, ({ category, period }) => syncBoard(deps, category, period, at));
+  const boards = await mapLimit(pairs, opts.concurrency ?? 2, ({ category, period }) => syncBoard(deps, category, period, at));
   await pruneSnapshots(deps.dbh).catch((err) => deps.log.warn({ err }, 'leaderboard snapshot pruning failed'));
   await compactTraderHistory(deps, at).catch((err) => deps.log.warn({ err }, 'trader history compaction failed'));
   const items = boards.reduce((n, b) => n + b.rows, 0);
