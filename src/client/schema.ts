@@ -833,13 +833,13 @@ export interface components {
             /** Format: int64 */
             wins: number;
         };
-        /** @description `market:update` on `market:<marketId>`: the market’s price or volume changed */
+        /** @description `market:update` on `market:<marketId>`: the market’s price or volume changed. Within 2 s of a venue change for a Polymarket market with a live subscriber (docs/decisions.md §11.2), else from the 60 s price cycle */
         MarketUpdate: {
             /** @description Our market id: `pm-<id>` or `ks-<ticker>` */
             marketId: string;
             /**
              * Format: date-time
-             * @description ISO 8601: when the sync saw the change
+             * @description ISO 8601: when the sync, or the venue socket of a hot market, saw the change
              */
             timestamp: string;
             volume: number;

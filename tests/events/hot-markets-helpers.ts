@@ -11,7 +11,7 @@ import type { HotMarketsPluginOptions } from '../../src/domains/events/hot-marke
 export const FAST: HotMarketsPluginOptions = {
   heartbeatMs: 150,
   entryTtlMs: 1_000,
-  leaseTtlMs: 1_000,
+  leaseTtlMs: 3_000,
   leaseRenewMs: 150,
   reconcileMs: 100,
   lingerMs: 300,
@@ -19,8 +19,8 @@ export const FAST: HotMarketsPluginOptions = {
   ws: { pingMs: 150, silenceMs: 600, connectSpacingMs: 20, backoffMinMs: 50, backoffMaxMs: 200 },
 };
 
-/** The fake's PING deadline for these timings (the client PINGs every 150 ms). */
-export const FAKE_PING_DEADLINE_MS = 1_000;
+/** The fake's PING deadline for these timings (the client PINGs every 150 ms; PGlite can stall the loop for a second). */
+export const FAKE_PING_DEADLINE_MS = 3_000;
 
 /** An open Polymarket market with a YES token (and its event group). */
 export async function createPolymarketMarket(

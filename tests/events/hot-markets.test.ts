@@ -127,12 +127,12 @@ describe('with POLYMARKET_MARKET_WS_URL empty', () => {
     try {
       const offUrl = await listen(off.app);
       const m = await createPolymarketMarket(t.db);
-      const before = fake.accepted();
       const s = await connect(offUrl);
       expect(await ack(s, 'subscribe', { channel: `market:${m.id}` })).toEqual({ ok: true });
       expect(await off.app.hotMarkets.subscribedMarketIds()).toContain(m.id);
       expect(off.app.hotMarkets.stats()).toEqual({ markets: 0, tokens: 0, connections: 0, open: 0 });
-      expect(fake.accepted()).toBe(before);
+      expect(off.app.hotMarkets.isHolder()).toBe(false);
+      expect(fake.connections().some((c) => c.tokens.includes(m.token))).toBe(false);
     } finally {
       closeAll();
       await off.close();

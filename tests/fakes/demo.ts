@@ -6,6 +6,7 @@ import { createDb } from '../../src/db/index.js';
 import { runMigrations } from '../../src/db/migrate.js';
 import { loadSampleData, startFakeVenues } from './venues/index.js';
 import { startFakeDataApi } from './venues/polymarket-data.js';
+import { startFakeMarketWs } from './venues/market-ws.js';
 
 /**
  * `npm run demo`: the service on local fake venues serving the bundled
@@ -18,6 +19,8 @@ import { startFakeDataApi } from './venues/polymarket-data.js';
 const sample = loadSampleData();
 const venues = await startFakeVenues(sample);
 const dataApi = await startFakeDataApi();
+// Hot markets (README "Hot markets"): the market WebSocket fake pushes the same drift to subscribed tokens.
+const marketWs = await startFakeMarketWs();
 // 200 generated traders per board: addresses and figures from a fixed hash, ranked by the ordering.
 const traders = Array.from({ length: 200 }, (_, i) => {
   const h = createHash('sha256').update(`demo-trader-${i}`).digest();
@@ -56,6 +59,8 @@ const drift = setInterval(() => {
       m.outcomePrices = JSON.stringify([yes.toFixed(3), (1 - yes).toFixed(3)]);
       if (m.closed !== true && typeof m.bestBid === 'number') {
         Object.assign(m, { bestBid: Math.max(0.001, yes - 0.005), bestAsk: Math.min(0.999, yes + 0.005), lastTradePrice: yes });
+        const token = typeof m.clobTokenIds === 'string' ? (JSON.parse(m.clobTokenIds) as string[])[0] : undefined;
+        if (token) marketWs.priceChange(token, { bid: m.bestBid, ask: m.bestAsk });
       }
     }
   }
@@ -75,6 +80,7 @@ const config = loadConfig({
   JOBS: 'on',
   ...venues.env,
   POLYMARKET_DATA_API_URL: dataApi.url,
+  POLYMARKET_MARKET_WS_URL: marketWs.url,
 });
 // Opened (and migrated) here rather than inside the app: an embedded database can take
 // longer than Fastify's plugin start timeout on a busy machine.
@@ -87,9 +93,10 @@ closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT_MS }, async () => {
   await db.close();
   await venues.close();
   await dataApi.close();
+  await marketWs.close();
 });
 await app.listen({ port: config.PORT, host: config.HOST });
 app.log.info(
-  { gamma: venues.gamma.url, kalshi: venues.kalshi.url, clob: venues.clob.url, data: dataApi.url },
+  { gamma: venues.gamma.url, kalshi: venues.kalshi.url, clob: venues.clob.url, data: dataApi.url, marketWs: marketWs.url },
   `demo: fake venues up; try http://${config.HOST}:${config.PORT}/api/v1/events`,
 );

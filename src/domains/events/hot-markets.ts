@@ -153,8 +153,12 @@ export interface HotMarketsLease {
   close(): Promise<void>;
 }
 
-// Renew/release only our own claim (the value is the holder's instance id).
-const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
+// Take the lease when free, renew it when ours (the value is the holder's instance id): one
+// script for both, so a slow answer can never make the holder think someone else has it.
+const CLAIM = `local v = redis.call('get', KEYS[1])
+if v == ARGV[1] then redis.call('pexpire', KEYS[1], ARGV[2]) return 1 end
+if not v then redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end
+return 0`;
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
 
 export function createHotMarketsLease(
@@ -178,19 +182,19 @@ export function createHotMarketsLease(
     deps.log.info({ holder }, holder ? 'hot markets: this instance holds the venue sockets' : 'hot markets: lease lost');
     deps.onChange(holder);
   };
+  let ticking = false;
   const tick = async () => {
+    if (ticking) return;
+    ticking = true;
     try {
-      if (holder) {
-        const renewed = await redis.eval(RENEW, 1, key, deps.instanceId, String(deps.options.leaseTtlMs));
-        if (!closed) set(Number(renewed) === 1);
-      } else {
-        const took = await redis.set(key, deps.instanceId, 'PX', deps.options.leaseTtlMs, 'NX');
-        if (!closed) set(took === 'OK');
-      }
+      const claimed = await redis.eval(CLAIM, 1, key, deps.instanceId, String(deps.options.leaseTtlMs));
+      if (!closed) set(Number(claimed) === 1);
     } catch (err) {
       // Unsure whether we still hold it: step down, so two holders never overlap for long.
       if (!closed) set(false);
       deps.log.warn({ err }, 'hot markets: lease check failed');
+    } finally {
+      ticking = false;
     }
   };
   void tick();
