@@ -37,6 +37,27 @@ const METHOD_INDEX: Record<string, number> = { GET: 0, POST: 1, PUT: 2, PATCH: 3
 const OUTBOX_CHANNELS = ['push', 'messenger'];
 const OUTBOX_STATUSES = ['pending', 'sent', 'skipped', 'failed'];
 
+type WithContext = FastifyRequest & Record<symbol, { config?: { url?: string } } | undefined>;
+let contextSymbol: symbol | null | undefined;
+
+/**
+ * The route pattern a request matched, or `unmatched`. `request.routeOptions`
+ * builds a new 13-field object on every read (Fastify 5.12), which cost a
+ * measurable share of a small response (tests/bench/RESULTS.md); the pattern
+ * is read from the route context Fastify keeps on the request
+ * (`Symbol(fastify.context)`, found once), falling back to routeOptions if a
+ * Fastify release moves it.
+ */
+export function routePattern(request: FastifyRequest): string {
+  if (contextSymbol === undefined)
+    contextSymbol = Object.getOwnPropertySymbols(request).find((s) => s.description === 'fastify.context') ?? null;
+  if (contextSymbol !== null) {
+    const ctx = (request as WithContext)[contextSymbol];
+    if (ctx !== undefined) return ctx.config?.url ?? 'unmatched';
+  }
+  return request.routeOptions.url ?? 'unmatched';
+}
+
 /** Names an upstream call by the configured base URL it starts with (longest first). */
 function upstreamNamer(config: Config): (url: string) => string {
   const bases: Array<[string, string]> = (
@@ -60,7 +81,7 @@ function upstreamNamer(config: Config): (url: string) => string {
  * Prometheus metrics (docs/decisions.md §15.1) on their own listener,
  * `METRICS_PORT` on `HOST`, path /metrics, never on the API port. Request
  * metrics are one callback-style onResponse hook keyed by the route pattern
- * (`routeOptions.url`, never the raw URL, so cardinality stays bounded);
+ * (see routePattern(), never the raw URL, so cardinality stays bounded);
  * everything read from the database (data age, outbox, last job success,
  * pool use) is collected at scrape time, so requests pay nothing for it.
  */
@@ -90,7 +111,7 @@ export const metricsPlugin = fp(
     type Child = ReturnType<typeof httpDuration.labels>;
     const children = new Map<string, Map<number, Child>>();
     const observe = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
-      const route = request.routeOptions.url ?? 'unmatched';
+      const route = routePattern(request);
       const status = reply.statusCode;
       let byRoute = children.get(route);
       if (byRoute === undefined) {
