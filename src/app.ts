@@ -8,8 +8,9 @@ import type { Config } from './config.js';
 import type { DbHandle } from './db/index.js';
 import { problem, unavailable } from './errors.js';
 import { serializeError } from './lib/log-errors.js';
+import { lazyChildLogger, RequestLogController } from './lib/request-log.js';
 import { errorsPlugin, sendProblem } from './plugins/errors.js';
-import { securityHeadersPlugin } from './plugins/security-headers.js';
+import { securityHeaders } from './plugins/security-headers.js';
 import { infraPlugin } from './plugins/infra.js';
 import { clientAddressPlugin } from './plugins/client-address.js';
 import { metricsPlugin } from './plugins/metrics.js';
@@ -114,6 +115,9 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export async function buildApp(config: Config, overrides: BuildOverrides = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: overrides.logger ?? loggerOptions(config),
+    // Access log opt-in (LOG_REQUESTS), request loggers built on first use (src/lib/request-log.ts).
+    logController: new RequestLogController(config.LOG_REQUESTS),
+    childLoggerFactory: lazyChildLogger,
     bodyLimit: BODY_LIMIT,
     // Off on purpose: the client address is ours (plugins/client-address.ts, docs/decisions.md §10.1).
     trustProxy: false,
@@ -150,14 +154,21 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   app.setSerializerCompiler(serializerCompiler);
 
   await app.register(errorsPlugin);
-  // Hooks that run on every request are callback-style, not async: each
-  // async hook costs a promise and a microtask turn per request.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  // The one onRequest hook every request runs: request id, security headers
+  // and the closing guard. Hooks that run on every request are callback-style,
+  // not async (each async hook costs a promise and a microtask turn), and one
+  // hook is cheaper than three (each is a step of Fastify's hook runner).
+  const security = securityHeaders(config.isProduction);
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    done();
+    reply.headers(request.url.startsWith('/docs') ? security.docs : security.api);
+    done(closing ? unavailable('The server is shutting down, retry on another instance', 1) : undefined);
   });
 
-  await app.register(securityHeadersPlugin, { production: config.isProduction });
   if (config.CORS_ORIGINS.length > 0) {
     const allowed = new Set(config.CORS_ORIGINS);
     await app.register(cors, {
@@ -186,13 +197,6 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   // docs/decisions.md §15.3: refuse early under overload, before any other per-request work.
   if (config.OVERLOAD_GUARD) await app.register(overloadPlugin, overrides.overload ?? {});
 
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
-  app.addHook('onRequest', (_request, _reply, done) => {
-    done(closing ? unavailable('The server is shutting down, retry on another instance', 1) : undefined);
-  });
   app.addHook('onSend', (_request, reply, payload, done) => {
     // Responses finished while draining close their keep-alive connection,
     // so the server can stop as soon as the last in-flight request is done.

@@ -164,6 +164,8 @@ const EnvSchema = z
         })
         .default('info'),
     ),
+    // One info line per request (off: request metrics count every request; errors are logged either way).
+    LOG_REQUESTS: bool(false),
     POLYMARKET_DATA_API_URL: httpUrl('POLYMARKET_DATA_API_URL').default('https://data-api.polymarket.com'),
     POLYMARKET_GAMMA_API_URL: httpUrl('POLYMARKET_GAMMA_API_URL').default('https://gamma-api.polymarket.com'),
     POLYMARKET_CLOB_API_URL: httpUrl('POLYMARKET_CLOB_API_URL').default('https://clob.polymarket.com'),

@@ -41,15 +41,9 @@ const LOAD = { connections: 50, durationSec: SECONDS };
 const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-000';
 const INTERNAL = 'bench-internal-token-0123456789abcdef';
 
-export default async function run() {
-  if (!PG_URL || !REDIS_URL) {
-    process.stdout.write('overhead: needs DATABASE_URL (PostgreSQL) and REDIS_URL; skipped\n');
-    return;
-  }
-  const kinds = (process.env.BENCH_SERVICE ?? 'dist,tsx').split(',') as Array<'dist' | 'tsx'>;
-  if (kinds.includes('dist')) await exec('npm', ['run', 'build'], { cwd: ROOT });
-
-  // A fresh database the service processes share, seeded from here.
+/** A fresh database the service processes share, seeded from here, and the fake venues. */
+export async function setupOverhead() {
+  if (!PG_URL || !REDIS_URL) throw new Error('overhead: needs DATABASE_URL (PostgreSQL) and REDIS_URL');
   const dbName = `pbbench_${process.pid}_${randomBytes(3).toString('hex')}`;
   const admin = postgres(PG_URL, { max: 1, onnotice: () => {} });
   await admin.unsafe(`create database "${dbName}"`);
@@ -58,8 +52,12 @@ export default async function run() {
   const dbUrl = u.toString();
   const db = await createDb(dbUrl, { max: 2 });
   const venues = await startFakeVenues({ gamma: generateGammaEvents(200, 5, 7) });
-  const servers: ChildServer[] = [];
-  const sections: string[] = [];
+  const cleanup = async () => {
+    await venues.close();
+    await db.close();
+    await admin.unsafe(`drop database if exists "${dbName}" with (force)`);
+    await admin.end();
+  };
   try {
     await runMigrations(db);
     const [user] = await db.rows<{ id: string }>(
@@ -88,7 +86,6 @@ export default async function run() {
       .setExpirationTime('2h')
       .sign(new TextEncoder().encode(JWT_SECRET));
     const bearer = { authorization: `Bearer ${token}` };
-
     const serviceEnv = async (extra: Record<string, string> = {}) => ({
       NODE_ENV: 'production',
       DATABASE_URL: dbUrl,
@@ -101,6 +98,46 @@ export default async function run() {
       ...venues.env,
       ...extra,
     });
+    /** Runs the sync jobs once through the internal route (they write the shared database). */
+    const seedEvents = async (url: string) => {
+      for (const job of ['events-sync', 'price-sync']) {
+        const res = await fetch(`${url}/api/v1/internal/jobs/${job}`, { method: 'POST', headers: { authorization: `Bearer ${INTERNAL}` } });
+        const out = (await res.json()) as { ok?: boolean; error?: string };
+        if (!out.ok) throw new Error(`${job}: ${JSON.stringify(out)}`);
+      }
+    };
+    return { bearer, serviceEnv, seedEvents, cleanup };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+/** The compared routes; the event's slug is read from the list. */
+export async function overheadPairs(url: string, bearer: Record<string, string>) {
+  const list = await capture(`${url}/api/v1/events`);
+  const slug = (JSON.parse(list.body) as { events: Array<{ slug: string }> }).events[0].slug;
+  const pairs: Array<{ label: string; path: string; headers?: Record<string, string> }> = [
+    { label: 'GET /health/live', path: '/health/live' },
+    { label: 'GET /api/v1/events (cached page, 50 groups)', path: '/api/v1/events' },
+    { label: 'GET /api/v1/events/:slug (cached)', path: `/api/v1/events/${slug}` },
+    { label: 'GET /api/v1/leaderboard (cached page, 50 rows)', path: '/api/v1/leaderboard' },
+    { label: 'GET /api/v1/notifications (bearer, 50 items)', path: '/api/v1/notifications?limit=50', headers: bearer },
+  ];
+  return pairs;
+}
+
+export default async function run() {
+  if (!PG_URL || !REDIS_URL) {
+    process.stdout.write('overhead: needs DATABASE_URL (PostgreSQL) and REDIS_URL; skipped\n');
+    return;
+  }
+  const kinds = (process.env.BENCH_SERVICE ?? 'dist,tsx').split(',') as Array<'dist' | 'tsx'>;
+  if (kinds.includes('dist')) await exec('npm', ['run', 'build'], { cwd: ROOT });
+  const { bearer, serviceEnv, seedEvents, cleanup } = await setupOverhead();
+  const servers: ChildServer[] = [];
+  const sections: string[] = [];
+  try {
     const profArgs = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${ROOT}tests/bench/.tmp/profiles`] : [];
 
     let seeded = false;
@@ -203,9 +240,6 @@ export default async function run() {
     await writeSection('Per-request cost: service vs bare Fastify (CPU)', [...intro, ...sections].join('\n'));
   } finally {
     for (const s of servers) await s.close();
-    await venues.close();
-    await db.close();
-    await admin.unsafe(`drop database if exists "${dbName}" with (force)`);
-    await admin.end();
+    await cleanup();
   }
 }
