@@ -32,6 +32,7 @@ import { leaderboardRoutes } from './domains/leaderboard/plugin.js';
 import { realtimePlugin, type RealtimeOptions } from './domains/realtime/plugin.js';
 import { hotMarketsPlugin, type HotMarketsPluginOptions } from './domains/events/hot-markets-plugin.js';
 import { realtimeDocument } from './domains/realtime/schemas.js';
+import { asyncApiDocument } from './domains/realtime/asyncapi.js';
 import { jobsPlugin } from './jobs/plugin.js';
 import { jobRoutes } from './jobs/routes.js';
 import { jobDefinitions } from './jobs/registry.js';
@@ -208,7 +209,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   await app.register(rateLimitPlugin);
   // Before auth: the docs plugin marks /docs routes public as they are added,
   // and the auth plugin attaches its guard to each non-public route.
-  await app.register(docsPlugin, { extensions: { 'x-realtime': realtimeDocument() } });
+  await app.register(docsPlugin, { extensions: { 'x-realtime': realtimeDocument() }, asyncapi: asyncApiDocument() });
   await app.register(authPlugin);
 
   // The notify path's out-of-app delivery channels, in delivery order: the

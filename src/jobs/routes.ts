@@ -57,6 +57,7 @@ const JobRunSchema = z
 const JobNameParamsSchema = z.object({
   name: z
     .string()
+    .max(64)
     .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/)
     .meta({ description: 'A job name such as `price-sync`' }),
 });
