@@ -141,7 +141,12 @@ export function realtimeDocument() {
   return {
     description:
       'Socket.IO at /socket.io/ (README "Real-time"). `channels`: the events published on each channel and their payloads; ' +
-      'a client subscribes to `user:notifications` to join its own `user:<userId>:notifications`. `socket`: events sent to one socket.',
+      'a client subscribes to `user:notifications` to join its own `user:<userId>:notifications`. `socket`: events sent to one socket. ' +
+      'The user stream (docs/decisions.md §12): every event carries `seq` (per user, from 1, no gaps) and `unreadCount`; ' +
+      '`subscribe` `{ channel: "user:notifications", lastSeq }` first sends the stored events after `lastSeq` in order, then acks ' +
+      '`{ ok: true, seq }` (the latest) and continues live; `reset: true` in the ack means the events after `lastSeq` are no longer kept ' +
+      '(or `lastSeq` is ahead): reload over REST (`GET /api/v1/notifications` carries `seq`). A `lastSeq` that is not a non-negative ' +
+      'integer acks `VALIDATION_ERROR`.',
     channels,
     socket: { 'auth:expired': ref(AuthExpiredSchema), 'auth:revoked': ref(AuthRevokedSchema) },
   };
