@@ -215,6 +215,15 @@ const EnvSchema = z
       z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(1, 'must be a positive EIP-155 chain id').default(1),
     ),
     SIGN_IN_BARE_NONCE: bool(true),
+    // docs/decisions.md §12.1: how long a user's stream events are kept for resume (whichever keeps more).
+    STREAM_KEEP_DAYS: z.preprocess(
+      emptyToUndefined,
+      z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0, 'must be 0 or more').default(7),
+    ),
+    STREAM_KEEP_EVENTS: z.preprocess(
+      emptyToUndefined,
+      z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0, 'must be 0 or more').default(1000),
+    ),
     // docs/decisions.md §15.1: Prometheus metrics on their own listener; 0 turns them off.
     METRICS_PORT: port(9464),
     // docs/decisions.md §15.3: refuse requests with 503 past the event-loop delay or heap limit.

@@ -509,7 +509,7 @@ export interface paths {
         };
         /**
          * The caller's notifications, newest first
-         * @description Filters `read` (`true`/`false`) and `type`; keyset pagination with an opaque `cursor` (`nextCursor` is null on the last page). `unreadCount` counts every unread notification of the caller, whatever the filters.
+         * @description Filters `read` (`true`/`false`) and `type`; keyset pagination with an opaque `cursor` (`nextCursor` is null on the last page). `unreadCount` counts every unread notification of the caller, whatever the filters. `seq` is the caller's latest `user:notifications` stream seq when the page was read: subscribe with it as `lastSeq` to receive every later change (docs/decisions.md §12.4).
          */
         get: operations["listNotifications"];
         put?: never;
@@ -889,6 +889,77 @@ export interface components {
             title: string;
             /** @enum {string} */
             type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed";
+        };
+        /** @description `notification:deleted` on `user:notifications`: one notification was removed */
+        NotificationDeletedEvent: {
+            id: string;
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
+        };
+        /** @description `notification` on `user:notifications`: a new Notification, with the stream `seq` and the unread count after it */
+        NotificationEvent: {
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                [key: string]: unknown;
+            };
+            id: string;
+            message: string;
+            read: boolean;
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            title: string;
+            /** @enum {string} */
+            type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed";
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
+        };
+        /** @description `notifications:read-all` on `user:notifications`: mark-all-read changed something */
+        NotificationsReadAllEvent: {
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
+            /**
+             * Format: int64
+             * @description How many notifications changed from unread to read
+             */
+            updated: number;
+        };
+        /** @description `notification:updated` on `user:notifications`: one notification was marked read */
+        NotificationUpdatedEvent: {
+            id: string;
+            read: boolean;
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
         };
         PriceAlert: {
             active: boolean;
@@ -3073,6 +3144,11 @@ export interface operations {
                         /** @description null on the last page */
                         nextCursor: string | null;
                         notifications: components["schemas"]["Notification"][];
+                        /**
+                         * Format: int64
+                         * @description The user's latest stream `seq` when the page was read (docs/decisions.md §12.4): subscribe to `user:notifications` with it as `lastSeq` to get every change after this page
+                         */
+                        seq: number;
                         /**
                          * Format: int64
                          * @description All unread notifications of the user, whatever the filters
