@@ -34,6 +34,7 @@ import { jobsPlugin } from './jobs/plugin.js';
 import { jobRoutes } from './jobs/routes.js';
 import { jobDefinitions } from './jobs/registry.js';
 import type { JobDefinition } from './jobs/types.js';
+import type { VenueClientOptions } from './venues/clients.js';
 
 export const BODY_LIMIT = 64 * 1024;
 export const REQUEST_TIMEOUT_MS = 30_000;
@@ -56,6 +57,10 @@ export interface BuildOverrides {
   realtime?: Partial<RealtimeOptions>;
   /** Overload thresholds (tests force the refusal path with them). */
   overload?: OverloadOptions;
+  /** Venue client options (tests raise the request budgets so they run fast). */
+  venueClients?: VenueClientOptions;
+  /** Markets with a `market:<id>` subscriber on any instance (price tracking); default: this instance's rooms. */
+  subscribedMarketIds?: () => Promise<string[]>;
 }
 
 export function loggerOptions(config: Config, opts: { pretty?: boolean } = {}): FastifyServerOptions['logger'] {
@@ -160,6 +165,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     keyPrefix: overrides.keyPrefix,
     clock: overrides.clock,
     migrate: overrides.migrate,
+    venueClients: overrides.venueClients,
   });
 
   // docs/decisions.md §15.1: its onResponse hook sees every route registered below.
@@ -207,6 +213,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   await app.register(jobsPlugin, {
     definitions: overrides.jobs ?? jobDefinitions,
     onJobFinished: app.metrics?.jobFinished,
+    subscribedMarketIds: overrides.subscribedMarketIds,
   });
   if (config.INTERNAL_API_TOKEN) {
     // docs/decisions.md §6: the whole /api/v1/internal tree is 404 while the token is unset.

@@ -168,6 +168,11 @@ const EnvSchema = z
     POLYMARKET_GAMMA_API_URL: httpUrl('POLYMARKET_GAMMA_API_URL').default('https://gamma-api.polymarket.com'),
     POLYMARKET_CLOB_API_URL: httpUrl('POLYMARKET_CLOB_API_URL').default('https://clob.polymarket.com'),
     KALSHI_API_URL: httpUrl('KALSHI_API_URL').default('https://api.elections.kalshi.com/trade-api/v2'),
+    // docs/decisions.md §11.2: groups always tracked (refreshed every 60 s), ranked by stored 24 h volume.
+    PRICE_TRACK_TOP: z.preprocess(
+      emptyToUndefined,
+      z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0).max(100_000, 'must be at most 100000').default(500),
+    ),
     IDP_USERINFO_URL: httpUrl('IDP_USERINFO_URL').optional(),
     IDP_JWKS_URL: httpUrl('IDP_JWKS_URL').optional(),
     IDP_ISSUER: optionalString,

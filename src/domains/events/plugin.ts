@@ -1,12 +1,19 @@
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { problemResponses } from '../../errors.js';
-import { normalizeCategory } from '../../venues/groups.js';
+import { normalizeCategory } from '../../venues/catalogue.js';
+import { lastModifiedOf } from './freshness.js';
 import { sendSerialized } from '../../lib/serializer.js';
 import type { DataTopic } from '../../plugins/infra.js';
 import { createResponseCache } from './cache.js';
 import { ChartQuerySchema, ChartSchema, EventDetailSchema, EventListQuerySchema, EventListSchema, SlugParamsSchema } from './schemas.js';
 import { getChart, getEvent, listEvents } from './service.js';
+
+/** docs/decisions.md §11.4: `Last-Modified` is the body's `syncedAt` (to the second); none while it is null. */
+function sendLastModified(reply: FastifyReply, body: string) {
+  const at = lastModifiedOf(body);
+  if (at !== undefined) reply.header('last-modified', at);
+}
 
 /** Longest a response may be served after another instance's job changed the data. */
 export const EVENTS_CACHE_TTL_MS = 5_000;
@@ -23,8 +30,14 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
   const cacheNote = `Served from a per-instance cache refreshed when the sync jobs write (at most ${EVENTS_CACHE_TTL_MS / 1000} s stale).`;
 
   /** Sends the cached serialisation of key (synchronously on a hit), producing it once on a miss. */
-  const serve = (reply: FastifyReply, key: string, produce: () => Promise<string>) =>
-    sendSerialized(reply, cache.peek(key), () => cache.get(key, produce));
+  const serve = (reply: FastifyReply, key: string, produce: () => Promise<string>) => {
+    const ready = cache.peek(key);
+    if (ready !== undefined) {
+      sendLastModified(reply, ready);
+      return sendSerialized(reply, ready, produce);
+    }
+    return sendSerialized(reply, undefined, () => cache.get(key, produce).then((body) => (sendLastModified(reply, body), body)));
+  };
 
   // The sync jobs of this process signal after they write: drop every cached body at once.
   const onDataChanged = (topic: DataTopic) => {
