@@ -37,18 +37,7 @@ import { jobsPlugin } from './jobs/plugin.js';
 import { jobRoutes } from './jobs/routes.js';
 import { jobDefinitions } from './jobs/registry.js';
 import type { JobDefinition } from './jobs/types.js';
-import { createVenueClients, type VenueClientOptions, type VenueClients } from './venues/clients.js';
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /**
-     * One client and rate limiter per venue API for the whole process
-     * (docs/venues.md "What we call"): every job and on-demand path uses these,
-     * so together they stay within each API's budget.
-     */
-    venues: VenueClients;
-  }
-}
+import type { VenueClientOptions } from './venues/clients.js';
 
 export const BODY_LIMIT = 64 * 1024;
 export const REQUEST_TIMEOUT_MS = 30_000;
@@ -73,8 +62,10 @@ export interface BuildOverrides {
   hotMarkets?: HotMarketsPluginOptions;
   /** Overload thresholds (tests force the refusal path with them). */
   overload?: OverloadOptions;
-  /** Venue client options (tests raise the budgets to run fast, or lower retries). */
-  venues?: VenueClientOptions;
+  /** Venue client options (tests raise the request budgets so they run fast). */
+  venueClients?: VenueClientOptions;
+  /** Markets with a `market:<id>` subscriber on any instance (price tracking); default: this instance's rooms. */
+  subscribedMarketIds?: () => Promise<string[]>;
 }
 
 export function loggerOptions(config: Config, opts: { pretty?: boolean } = {}): FastifyServerOptions['logger'] {
@@ -189,8 +180,8 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     keyPrefix: overrides.keyPrefix,
     clock: overrides.clock,
     migrate: overrides.migrate,
+    venueClients: overrides.venueClients,
   });
-  app.decorate('venues', createVenueClients(config, overrides.venues));
 
   // docs/decisions.md §15.1: its onResponse hook sees every route registered below.
   if (config.METRICS_PORT !== 0) await app.register(metricsPlugin);
@@ -232,6 +223,8 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   await app.register(jobsPlugin, {
     definitions: overrides.jobs ?? jobDefinitions,
     onJobFinished: app.metrics?.jobFinished,
+    // docs/decisions.md §11.2: markets with a subscriber on any instance (the hot-market registry).
+    subscribedMarketIds: overrides.subscribedMarketIds ?? (() => app.hotMarkets.subscribedMarketIds()),
   });
   if (config.INTERNAL_API_TOKEN) {
     // docs/decisions.md §6: the whole /api/v1/internal tree is 404 while the token is unset.

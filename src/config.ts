@@ -184,6 +184,11 @@ const EnvSchema = z
           return false;
         }
       }, 'POLYMARKET_MARKET_WS_URL must be a ws(s) URL, or empty to turn the hot-market feed off'),
+    // docs/decisions.md §11.2: groups always tracked (refreshed every 60 s), ranked by stored 24 h volume.
+    PRICE_TRACK_TOP: z.preprocess(
+      emptyToUndefined,
+      z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0).max(100_000, 'must be at most 100000').default(500),
+    ),
     IDP_USERINFO_URL: httpUrl('IDP_USERINFO_URL').optional(),
     IDP_JWKS_URL: httpUrl('IDP_JWKS_URL').optional(),
     IDP_ISSUER: optionalString,

@@ -25,6 +25,8 @@ export interface JobsOptions {
   definitions: JobDefinition[];
   /** Told each finished run's outcome (the metrics plugin counts runs, failures and durations). */
   onJobFinished?: (outcome: JobOutcome) => void;
+  /** Markets with a `market:<id>` subscriber on any instance; default: this instance's Socket.IO rooms. */
+  subscribedMarketIds?: () => Promise<string[]>;
 }
 
 /**
@@ -40,7 +42,15 @@ export const jobsPlugin = fp<JobsOptions>(
     const tasks = new Map<string, ScheduledTask>();
     let closing = false;
 
-    const deps = (): JobDeps => ({
+    // Without a cross-instance source, the market rooms this instance's sockets joined.
+    const localSubscriptions = async (): Promise<string[]> => {
+      if (!app.hasDecorator('io')) return [];
+      const out: string[] = [];
+      for (const room of app.io.of('/').adapter.rooms.keys()) if (room.startsWith('market:')) out.push(room.slice('market:'.length));
+      return out;
+    };
+
+    const deps = (trigger: JobDeps['trigger'] = 'manual'): JobDeps => ({
       db: app.db,
       dbh: app.dbh,
       config: app.config,
@@ -51,6 +61,8 @@ export const jobsPlugin = fp<JobsOptions>(
       dataChanged: (topic) => app.signals.emit('dataChanged', topic),
       delivery: app.delivery,
       venues: app.venues,
+      subscribedMarketIds: opts.subscribedMarketIds ?? localSubscriptions,
+      trigger,
     });
 
     async function execute(def: JobDefinition, wait: boolean): Promise<JobOutcome | undefined> {
@@ -65,7 +77,7 @@ export const jobsPlugin = fp<JobsOptions>(
             .returning({ id: jobRuns.id });
           let outcome: JobOutcome;
           try {
-            const { items } = await def.run(deps());
+            const { items } = await def.run(deps(wait ? 'manual' : 'schedule'));
             outcome = { name: def.name, ok: true, startedAt: started.toISOString(), finishedAt: app.clock().toISOString(), items };
             log.info({ items, ms: Date.now() - started.getTime() }, 'job finished');
           } catch (err) {
@@ -108,7 +120,7 @@ export const jobsPlugin = fp<JobsOptions>(
 
     app.decorate('jobs', {
       names: () => [...defs.keys()],
-      deps,
+      deps: () => deps(),
       async run(name: string) {
         const def = defs.get(name);
         if (!def) throw new Error(`unknown job ${name}`);

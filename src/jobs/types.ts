@@ -23,8 +23,15 @@ export interface JobDeps {
   dataChanged(topic: DataTopic): void;
   /** The notify path's delivery state (channels, in-flight kicks): notify() and delivery-sweep use it. */
   delivery: DeliveryState;
-  /** The process's venue clients: one rate limiter per venue API, shared with the on-demand paths (app.venues). */
+  /** The process's venue clients (one rate limiter per venue API), shared with the on-demand paths. */
   venues: VenueClients;
+  /**
+   * Markets with a `market:<id>` subscriber on any instance (docs/decisions.md
+   * §11.2, price tracking). Default: this instance's Socket.IO rooms.
+   */
+  subscribedMarketIds?: () => Promise<string[]>;
+  /** `manual` for the run-now endpoint and app.jobs.run (events-sync then does a full reconcile). */
+  trigger: 'schedule' | 'manual';
 }
 
 export interface JobResult {

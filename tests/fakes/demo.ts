@@ -7,12 +7,13 @@ import { runMigrations } from '../../src/db/migrate.js';
 import { loadSampleData, startFakeVenues } from './venues/index.js';
 import { startFakeDataApi } from './venues/polymarket-data.js';
 import { startFakeMarketWs } from './venues/market-ws.js';
+import { driftPrices } from './venues/prices.js';
 
 /**
  * `npm run demo`: the service on local fake venues serving the bundled
  * sample data, so it shows populated events with no network access. Prices
- * drift every 20 s so price-sync has something to publish (the book fields
- * the CLOB fake answers from move with them). The leaderboard comes from a
+ * drift every 20 s where price-sync reads them (the CLOB fake's books, Kalshi
+ * quotes), so it has something to publish. The leaderboard comes from a
  * fake Data API with generated boards, so nothing reaches the network. Uses
  * an in-memory PGlite unless DATABASE_URL is set.
  */
@@ -51,25 +52,13 @@ for (const category of ['OVERALL', 'POLITICS', 'SPORTS', 'CRYPTO']) {
 
 let tick = 0;
 const drift = setInterval(() => {
-  tick++;
+  driftPrices({ gamma: venues.gamma.state, kalshi: venues.kalshi.state }, ++tick);
+  // Hot markets: the market WebSocket fake pushes the same moves to the tokens the service subscribed.
   for (const e of venues.gamma.state.events) {
-    for (const m of e.markets ?? []) {
-      const prices = JSON.parse(m.outcomePrices).map(Number);
-      const yes = Math.min(0.99, Math.max(0.01, prices[0] + Math.sin(tick + Number(m.id)) * 0.01));
-      m.outcomePrices = JSON.stringify([yes.toFixed(3), (1 - yes).toFixed(3)]);
-      if (m.closed !== true && typeof m.bestBid === 'number') {
-        Object.assign(m, { bestBid: Math.max(0.001, yes - 0.005), bestAsk: Math.min(0.999, yes + 0.005), lastTradePrice: yes });
-        const token = typeof m.clobTokenIds === 'string' ? (JSON.parse(m.clobTokenIds) as string[])[0] : undefined;
-        if (token) marketWs.priceChange(token, { bid: m.bestBid, ask: m.bestAsk });
-      }
-    }
-  }
-  for (const e of venues.kalshi.state.events) {
-    for (const m of e.markets ?? []) {
-      const last = Math.min(0.99, Math.max(0.01, Number(m.last_price_dollars) + Math.cos(tick + m.ticker.length) * 0.01));
-      m.last_price_dollars = last.toFixed(4);
-      m.yes_bid_dollars = Math.max(0, last - 0.01).toFixed(4);
-      m.yes_ask_dollars = Math.min(1, last + 0.01).toFixed(4);
+    for (const m of e?.markets ?? []) {
+      if (m.closed === true || typeof m.bestBid !== 'number') continue;
+      const token = typeof m.clobTokenIds === 'string' ? (JSON.parse(m.clobTokenIds) as string[])[0] : undefined;
+      if (token) marketWs.priceChange(token, { bid: m.bestBid, ask: m.bestAsk });
     }
   }
 }, 20_000);

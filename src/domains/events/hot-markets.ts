@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { DbHandle } from '../../db/index.js';
 import { createMarketWsClient, type MarketWsClient, type MarketWsOptions } from '../../venues/polymarket/market-ws.js';
 import type { PublishFn } from '../realtime/channels.js';
-import { publishPriceChanges, type PriceChange } from './ingest.js';
+import { publishPriceChanges, type PriceChange } from './changes.js';
 
 /**
  * Hot markets (docs/decisions.md §11.2): Polymarket markets with a live
@@ -216,7 +216,7 @@ export function createHotMarketsLease(
 
 /**
  * Stores one market's price from the socket in the columns the REST price
- * path writes (ingest.ts applyQuotes: yes_price, price_updated_at,
+ * path writes (prices.ts: yes_price, price_updated_at,
  * updated_at, and the minute's history point). One market per statement:
  * a single row lock can never deadlock with the sync jobs' page-wide
  * writes. Returns the market's volume when the price changed, else undefined.
