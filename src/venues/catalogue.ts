@@ -78,6 +78,62 @@ export interface CataloguePage {
   received: number;
 }
 
+/** One page of a venue's catalogue listing as the readers yield it. */
+export interface ListedPage extends CataloguePage {
+  /** Every group id the page named (well-formed, duplicate or malformed with an id): the "only known ids" stop test. */
+  ids: string[];
+  /** Cursor of the next page; undefined on the last one. */
+  nextCursor: string | undefined;
+  /** True on the page that ended the listing; a pass whose last page is not final was cut short (page cap). */
+  final: boolean;
+}
+
+/**
+ * Maps one page of raw events for a catalogue pass: events already yielded
+ * in the pass (`seen`) are left out and counted, malformed rows are counted
+ * and their ids kept, and a cursor the pass already followed (`cursors`)
+ * is a broken listing that would loop forever.
+ */
+export function mapListedPage(
+  rawEvents: readonly unknown[],
+  map: (raw: unknown) => MapResult<CatalogueGroup>,
+  pass: { seen: Set<string>; cursors: Set<string> },
+  nextCursor: string | undefined,
+  brokenListing: () => Error,
+): ListedPage {
+  const out: ListedPage = {
+    groups: [],
+    skipped: 0,
+    malformedGroupIds: [],
+    duplicates: 0,
+    received: rawEvents.length,
+    ids: [],
+    nextCursor,
+    final: nextCursor === undefined,
+  };
+  for (const raw of rawEvents) {
+    const r = map(raw);
+    out.skipped += r.skipped;
+    const id = r.value?.id ?? r.malformedId;
+    if (id !== undefined) out.ids.push(id);
+    if (!r.value) {
+      if (r.malformedId) out.malformedGroupIds.push(r.malformedId);
+      continue;
+    }
+    if (pass.seen.has(r.value.id)) {
+      out.duplicates++;
+      continue;
+    }
+    pass.seen.add(r.value.id);
+    out.groups.push(r.value);
+  }
+  if (nextCursor !== undefined) {
+    if (pass.cursors.has(nextCursor)) throw brokenListing();
+    pass.cursors.add(nextCursor);
+  }
+  return out;
+}
+
 /**
  * Upper-case, `_`-separated (docs/decisions.md §5): list filters go through
  * it, so `politics` matches POLITICS.

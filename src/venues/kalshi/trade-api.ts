@@ -1,5 +1,5 @@
 import { buildUrl, requestJson, UpstreamError, type RequestOptions } from '../../lib/http.js';
-import type { Category, CatalogueGroup, CataloguePage, HistoryPoint, MarketStatus } from '../catalogue.js';
+import { mapListedPage, type Category, type CatalogueGroup, type HistoryPoint, type ListedPage, type MarketStatus } from '../catalogue.js';
 import {
   KalshiEventEnvelopeSchema,
   KalshiEventsEnvelopeSchema,
@@ -58,14 +58,7 @@ export interface KalshiEventsOptions {
   maxPages?: number;
 }
 
-export interface KalshiEventsPage extends CataloguePage {
-  /** Every group id the page named (well-formed, duplicate or malformed with an id). */
-  ids: string[];
-  /** Cursor of the next page; undefined on the last one (`""` on the wire). */
-  nextCursor: string | undefined;
-  /** True on the page that ended the listing. */
-  final: boolean;
-}
+export type KalshiEventsPage = ListedPage;
 
 /**
  * docs/venues.md "What we call": `GET /events?[status=open|min_updated_ts=W]&with_nested_markets=true&limit=200[&cursor=C]`
@@ -78,8 +71,7 @@ export async function* listKalshiEventPages(
   categories: ReadonlyMap<string, Category>,
   opts: KalshiEventsOptions = {},
 ): AsyncGenerator<KalshiEventsPage> {
-  const seen = new Set<string>();
-  const cursors = new Set<string>();
+  const pass = { seen: new Set<string>(), cursors: new Set<string>() };
   let cursor = opts.cursor;
   const maxPages = opts.maxPages ?? CATALOGUE_MAX_PAGES;
   for (let page = 0; page < maxPages; page++) {
@@ -92,41 +84,17 @@ export async function* listKalshiEventPages(
     });
     const env = KalshiEventsEnvelopeSchema.safeParse(await requestJson<unknown>(url, client.http));
     if (!env.success) throw new UpstreamError('Kalshi /events did not answer { events, cursor }', 200, url);
-    const next = env.data.cursor ? env.data.cursor : undefined;
-    const out: KalshiEventsPage = {
-      groups: [],
-      skipped: 0,
-      malformedGroupIds: [],
-      duplicates: 0,
-      received: env.data.events.length,
-      ids: [],
-      nextCursor: next,
-      final: next === undefined,
-    };
-    for (const raw of env.data.events) {
-      const r = mapKalshiCatalogueEvent(raw, categories);
-      out.skipped += r.skipped;
-      const id = r.value?.id ?? r.malformedId;
-      if (id !== undefined) out.ids.push(id);
-      if (!r.value) {
-        if (r.malformedId) out.malformedGroupIds.push(r.malformedId);
-        continue;
-      }
-      if (seen.has(r.value.id)) {
-        out.duplicates++;
-        continue;
-      }
-      seen.add(r.value.id);
-      out.groups.push(r.value);
-    }
-    if (next !== undefined) {
-      // A cursor we already followed would loop forever: treat it as a broken listing.
-      if (cursors.has(next)) throw new UpstreamError('Kalshi /events repeated a cursor', 200, url);
-      cursors.add(next);
-    }
+    // `""` on the wire ends the listing.
+    const out = mapListedPage(
+      env.data.events,
+      (raw) => mapKalshiCatalogueEvent(raw, categories),
+      pass,
+      env.data.cursor || undefined,
+      () => new UpstreamError('Kalshi /events repeated a cursor', 200, url),
+    );
     yield out;
     if (out.final) return;
-    cursor = next;
+    cursor = out.nextCursor;
   }
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { buildUrl, requestJson, UpstreamError, type RequestOptions } from '../../lib/http.js';
-import type { CatalogueGroup, CataloguePage } from '../catalogue.js';
+import { mapListedPage, type CatalogueGroup, type ListedPage } from '../catalogue.js';
 import { mapGammaCatalogueEvent } from './gamma-map.js';
 
 /** Polymarket Gamma API (docs/venues.md §3): the keyset listing and single-event reads. */
@@ -36,14 +36,7 @@ export interface GammaKeysetOptions {
   maxPages?: number;
 }
 
-export interface GammaKeysetPage extends CataloguePage {
-  /** Every group id the page named (well-formed, duplicate or malformed with an id): the "only known ids" stop test. */
-  ids: string[];
-  /** Cursor of the next page; undefined on the last one. */
-  nextCursor: string | undefined;
-  /** True on the page that ended the listing; a pass whose last page is not final was cut short (page cap). */
-  final: boolean;
-}
+export type GammaKeysetPage = ListedPage;
 
 /**
  * Yields the keyset listing one mapped page at a time, so memory does not
@@ -52,8 +45,7 @@ export interface GammaKeysetPage extends CataloguePage {
  * id is written twice in one pass.
  */
 export async function* listGammaEventsKeyset(client: GammaOptions, opts: GammaKeysetOptions = {}): AsyncGenerator<GammaKeysetPage> {
-  const seen = new Set<string>();
-  const cursors = new Set<string>();
+  const pass = { seen: new Set<string>(), cursors: new Set<string>() };
   let cursor = opts.afterCursor;
   const maxPages = opts.maxPages ?? KEYSET_MAX_PAGES;
   for (let page = 0; page < maxPages; page++) {
@@ -68,37 +60,13 @@ export async function* listGammaEventsKeyset(client: GammaOptions, opts: GammaKe
     const env = GammaKeysetEnvelopeSchema.safeParse(body);
     // The envelope itself being wrong is an outage, not a bad row: fail the pass.
     if (!env.success) throw new UpstreamError('Gamma /events/keyset did not answer { events, next_cursor }', 200, url);
-    const out: GammaKeysetPage = {
-      groups: [],
-      skipped: 0,
-      malformedGroupIds: [],
-      duplicates: 0,
-      received: env.data.events.length,
-      ids: [],
-      nextCursor: env.data.next_cursor ?? undefined,
-      final: false,
-    };
-    for (const raw of env.data.events) {
-      const r = mapGammaCatalogueEvent(raw);
-      out.skipped += r.skipped;
-      const id = r.value?.id ?? r.malformedId;
-      if (id !== undefined) out.ids.push(id);
-      if (!r.value) {
-        if (r.malformedId) out.malformedGroupIds.push(r.malformedId);
-        continue;
-      }
-      if (seen.has(r.value.id)) {
-        out.duplicates++;
-        continue;
-      }
-      seen.add(r.value.id);
-      out.groups.push(r.value);
-    }
-    out.final = out.nextCursor === undefined;
-    if (out.nextCursor !== undefined) {
-      if (cursors.has(out.nextCursor)) throw new UpstreamError('Gamma /events/keyset repeated a cursor', 200, url);
-      cursors.add(out.nextCursor);
-    }
+    const out = mapListedPage(
+      env.data.events,
+      mapGammaCatalogueEvent,
+      pass,
+      env.data.next_cursor ?? undefined,
+      () => new UpstreamError('Gamma /events/keyset repeated a cursor', 200, url),
+    );
     yield out;
     if (out.final) return;
     cursor = out.nextCursor;
