@@ -42,38 +42,33 @@ export const LeaderboardRowSchema = z.object({
 });
 export type LeaderboardRow = z.infer<typeof LeaderboardRowSchema>;
 
-export const PositionRowSchema = z.object({
+/** What every position row (open or closed) names: the wallet, the outcome token and its market. */
+const PositionBase = z.object({
   proxyWallet: address,
   asset: z.string().min(1),
   conditionId: z.string().min(1),
-  size: finite,
   avgPrice: finite,
-  initialValue: finite,
-  currentValue: finite,
-  cashPnl: finite,
-  totalBought: finite.nullish(),
-  realizedPnl: finite.nullish(),
   curPrice: finite,
   title: optText,
   slug: optText,
   outcome: optText,
   outcomeIndex: z.number().int().nullish(),
 });
+
+export const PositionRowSchema = PositionBase.extend({
+  size: finite,
+  initialValue: finite,
+  currentValue: finite,
+  cashPnl: finite,
+  totalBought: finite.nullish(),
+  realizedPnl: finite.nullish(),
+});
 export type PositionRow = z.infer<typeof PositionRowSchema>;
 
-export const ClosedPositionRowSchema = z.object({
-  proxyWallet: address,
-  asset: z.string().min(1),
-  conditionId: z.string().min(1),
-  avgPrice: finite,
+export const ClosedPositionRowSchema = PositionBase.extend({
   totalBought: finite,
   realizedPnl: finite,
-  curPrice: finite,
   timestamp: z.number().int().nonnegative(),
-  title: optText,
-  slug: optText,
-  outcome: optText,
-  outcomeIndex: z.number().int().nullish(),
 });
 export type ClosedPositionRow = z.infer<typeof ClosedPositionRowSchema>;
 
