@@ -164,6 +164,8 @@ const EnvSchema = z
         })
         .default('info'),
     ),
+    // One info line per request (off: request metrics count every request; errors are logged either way).
+    LOG_REQUESTS: bool(false),
     POLYMARKET_DATA_API_URL: httpUrl('POLYMARKET_DATA_API_URL').default('https://data-api.polymarket.com'),
     POLYMARKET_GAMMA_API_URL: httpUrl('POLYMARKET_GAMMA_API_URL').default('https://gamma-api.polymarket.com'),
     POLYMARKET_CLOB_API_URL: httpUrl('POLYMARKET_CLOB_API_URL').default('https://clob.polymarket.com'),
@@ -213,8 +215,19 @@ const EnvSchema = z
       z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(1, 'must be a positive EIP-155 chain id').default(1),
     ),
     SIGN_IN_BARE_NONCE: bool(true),
+    // docs/decisions.md §12.1: how long a user's stream events are kept for resume (whichever keeps more).
+    STREAM_KEEP_DAYS: z.preprocess(
+      emptyToUndefined,
+      z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0, 'must be 0 or more').default(7),
+    ),
+    STREAM_KEEP_EVENTS: z.preprocess(
+      emptyToUndefined,
+      z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0, 'must be 0 or more').default(1000),
+    ),
     // docs/decisions.md §15.1: Prometheus metrics on their own listener; 0 turns them off.
     METRICS_PORT: port(9464),
+    // docs/decisions.md §15.3: refuse requests with 503 past the event-loop delay or heap limit.
+    OVERLOAD_GUARD: bool(true),
     SHUTDOWN_TIMEOUT_MS: z.preprocess(
       emptyToUndefined,
       z.coerce.number({ message: 'must be a number' }).int().min(100, 'must be at least 100').default(10_000),

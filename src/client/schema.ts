@@ -300,8 +300,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The last run of each job
-         * @description The last run of each job
+         * Every job: its last finished run, last success, next scheduled run and whether it runs now
+         * @description One entry per job, in the cron table’s order, whether or not it has run yet. `ok`, `startedAt`, `finishedAt`, `items` and `error` describe the last finished run and are absent before the first. `running` holds across instances (the job’s advisory lock); `nextRunAt` is this instance’s schedule (null with JOBS=off).
          */
         get: operations["listJobs"];
         put?: never;
@@ -326,6 +326,26 @@ export interface paths {
          * @description Answers 200 whether the job succeeded or not (`ok: false` and `error` when it failed). Waits while another instance runs the same job.
          */
         post: operations["runJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/internal/jobs/{name}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Recent runs of one job, newest first
+         * @description Runs of every instance, kept 14 days. `limit` 1–100 (default 20). A run that never finished and is not running any more is `abandoned`. Unknown job → 404.
+         */
+        get: operations["listJobRuns"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -489,7 +509,7 @@ export interface paths {
         };
         /**
          * The caller's notifications, newest first
-         * @description Filters `read` (`true`/`false`) and `type`; keyset pagination with an opaque `cursor` (`nextCursor` is null on the last page). `unreadCount` counts every unread notification of the caller, whatever the filters.
+         * @description Filters `read` (`true`/`false`) and `type`; keyset pagination with an opaque `cursor` (`nextCursor` is null on the last page). `unreadCount` counts every unread notification of the caller, whatever the filters. `seq` is the caller's latest `user:notifications` stream seq when the page was read: subscribe with it as `lastSeq` to receive every later change (docs/decisions.md §12.4).
          */
         get: operations["listNotifications"];
         put?: never;
@@ -744,6 +764,50 @@ export interface components {
             ok: boolean;
             startedAt: string;
         };
+        JobRun: {
+            error?: string;
+            finishedAt: string | null;
+            /** Format: int64 */
+            id: number;
+            /** @description The instance that ran it */
+            instanceId: string;
+            /** Format: int64 */
+            items: number;
+            name: string;
+            /** Format: date-time */
+            startedAt: string;
+            /**
+             * @description `abandoned`: never finished and no longer running (its instance stopped mid-run)
+             * @enum {string}
+             */
+            state: "running" | "succeeded" | "failed" | "abandoned";
+        };
+        JobStatus: {
+            /** @description Why the last finished run failed */
+            error?: string;
+            /** Format: date-time */
+            finishedAt?: string;
+            /** Format: int64 */
+            items?: number;
+            /** @description When a run last finished successfully, on any instance; null before the first */
+            lastSuccessAt: string | null;
+            name: string;
+            /** @description When this instance’s schedule fires next; null with JOBS=off (only run-now runs jobs) or while shutting down */
+            nextRunAt: string | null;
+            /** @description The last finished run: whether it succeeded (absent before the first run) */
+            ok?: boolean;
+            /** @description A run is in progress on some instance right now (the job’s PostgreSQL advisory lock is held) */
+            running: boolean;
+            /**
+             * Format: date-time
+             * @description When the run in progress started (present while `running`)
+             */
+            runningSince?: string;
+            /** @description The cron expression (node-cron; six fields when it has seconds), in the server’s time zone */
+            schedule: string;
+            /** Format: date-time */
+            startedAt?: string;
+        };
         LeaderboardEntry: {
             avatarUrl: string;
             avgEntry: number;
@@ -825,6 +889,77 @@ export interface components {
             title: string;
             /** @enum {string} */
             type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed";
+        };
+        /** @description `notification:deleted` on `user:notifications`: one notification was removed */
+        NotificationDeletedEvent: {
+            id: string;
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
+        };
+        /** @description `notification` on `user:notifications`: a new Notification, with the stream `seq` and the unread count after it */
+        NotificationEvent: {
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                [key: string]: unknown;
+            };
+            id: string;
+            message: string;
+            read: boolean;
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            title: string;
+            /** @enum {string} */
+            type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed";
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
+        };
+        /** @description `notifications:read-all` on `user:notifications`: mark-all-read changed something */
+        NotificationsReadAllEvent: {
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
+            /**
+             * Format: int64
+             * @description How many notifications changed from unread to read
+             */
+            updated: number;
+        };
+        /** @description `notification:updated` on `user:notifications`: one notification was marked read */
+        NotificationUpdatedEvent: {
+            id: string;
+            read: boolean;
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
         };
         PriceAlert: {
             active: boolean;
@@ -2302,7 +2437,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        jobs: components["schemas"]["JobOutcome"][];
+                        jobs: components["schemas"]["JobStatus"][];
                     };
                 };
             };
@@ -2331,6 +2466,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description A job name such as `price-sync` */
                 name: string;
             };
             cookie?: never;
@@ -2344,6 +2480,70 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobOutcome"];
+                };
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listJobRuns: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description A job name such as `price-sync` */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        runs: components["schemas"]["JobRun"][];
+                    };
                 };
             };
             /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
@@ -2944,6 +3144,11 @@ export interface operations {
                         /** @description null on the last page */
                         nextCursor: string | null;
                         notifications: components["schemas"]["Notification"][];
+                        /**
+                         * Format: int64
+                         * @description The user's latest stream `seq` when the page was read (docs/decisions.md §12.4): subscribe to `user:notifications` with it as `lastSeq` to get every change after this page
+                         */
+                        seq: number;
                         /**
                          * Format: int64
                          * @description All unread notifications of the user, whatever the filters
