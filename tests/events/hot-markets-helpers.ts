@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm';
 import { eventGroups, markets } from '../../drizzle/index.js';
 import type { DbHandle } from '../../src/db/index.js';
 import type { HotMarketsPluginOptions } from '../../src/domains/events/hot-markets-plugin.js';
+import { onPostgres } from '../helpers/env.js';
 
 /**
  * Shared by the hot-market tests: timings shrunk from docs/decisions.md
@@ -18,6 +19,14 @@ export const FAST: HotMarketsPluginOptions = {
   flushMs: 30,
   ws: { pingMs: 150, silenceMs: 600, connectSpacingMs: 20, backoffMinMs: 50, backoffMaxMs: 200 },
 };
+
+/**
+ * docs/decisions.md §11.2's 2 s from a venue change to `market:update`, asserted on PostgreSQL.
+ * The embedded PGlite runs its queries synchronously on the test process's own event loop,
+ * which on a loaded machine can stall for seconds (tests/helpers/app.ts): there the bound is
+ * looser, and the tests still check that the update comes from the socket, not the REST cycle.
+ */
+export const WITHIN = onPostgres ? 2_000 : 6_000;
 
 /** The fake's PING deadline for these timings (the client PINGs every 150 ms; PGlite can stall the loop for a second). */
 export const FAKE_PING_DEADLINE_MS = 3_000;

@@ -5,7 +5,7 @@ import type { DbHandle } from '../../src/db/index.js';
 import type { MarketUpdate } from '../../src/domains/realtime/schemas.js';
 import { ack, closeAll, connect, listen, next, until } from '../realtime/helpers.js';
 import { startFakeMarketWs, type FakeMarketWs } from '../fakes/venues/market-ws.js';
-import { createPolymarketMarket, FAKE_PING_DEADLINE_MS, FAST } from './hot-markets-helpers.js';
+import { createPolymarketMarket, FAKE_PING_DEADLINE_MS, FAST, WITHIN } from './hot-markets-helpers.js';
 
 /**
  * docs/decisions.md §11.2 across instances sharing Redis: one instance holds
@@ -57,7 +57,7 @@ describe('hot markets on several instances sharing Redis', () => {
     await until(() => fake.subscribed().has(m.token), 10_000);
     const onHolder = await subscriber(holder.url, m.id);
 
-    const updates = [next<MarketUpdate>(onOther, 'market:update', 2_000), next<MarketUpdate>(onHolder, 'market:update', 2_000)];
+    const updates = [next<MarketUpdate>(onOther, 'market:update', WITHIN), next<MarketUpdate>(onHolder, 'market:update', WITHIN)];
     fake.priceChange(m.token, { bid: 0.7, ask: 0.74 });
     for (const u of await Promise.all(updates)) expect(u).toMatchObject({ marketId: m.id, yesPrice: 0.72 });
 
@@ -84,7 +84,7 @@ describe('hot markets on several instances sharing Redis', () => {
     apps.splice(apps.indexOf(holder.t), 1);
     await until(() => other.t.app.hotMarkets.isHolder(), 5_000);
     await until(() => fake.accepted() > accepted && fake.subscribed().has(m.token), 10_000);
-    const update = next<MarketUpdate>(s, 'market:update', 2_000);
+    const update = next<MarketUpdate>(s, 'market:update', WITHIN);
     fake.priceChange(m.token, { bid: 0.2, ask: 0.22 });
     expect((await update).yesPrice).toBe(0.21);
     expect(fake.violations).toEqual([]);

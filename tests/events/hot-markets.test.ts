@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { ack, closeAll, connect, listen, next, record, until, type Client } from '../realtime/helpers.js';
 import { startFakeMarketWs, type FakeMarketWs } from '../fakes/venues/market-ws.js';
-import { createPolymarketMarket, FAKE_PING_DEADLINE_MS, FAST, storedMarket } from './hot-markets-helpers.js';
+import { createPolymarketMarket, FAKE_PING_DEADLINE_MS, FAST, WITHIN, storedMarket } from './hot-markets-helpers.js';
 import type { MarketUpdate } from '../../src/domains/realtime/schemas.js';
 
 /**
@@ -49,15 +49,16 @@ describe('hot markets on one instance', () => {
     const m = await createPolymarketMarket(t.db, { yesPrice: 0.5 });
     const s = await subscribe(m.id);
     await until(() => fake.subscribed().has(m.token), 10_000);
-    const update = next<MarketUpdate>(s, 'market:update', 2_000);
+    const update = next<MarketUpdate>(s, 'market:update', WITHIN);
     fake.priceChange(m.token, { bid: 0.6, ask: 0.62 });
     expect(await update).toMatchObject({ marketId: m.id, yesPrice: 0.61, volume: 1234 });
+    // Published first, stored right after (the same flush).
+    await until(async () => (await storedMarket(t.db, m.id)).yes_price === 0.61);
     const row = await storedMarket(t.db, m.id);
-    expect(row.yes_price).toBe(0.61);
     expect(row.price_updated_at).not.toBeNull();
     expect(row.points).toBe(1);
     // A wide spread shows the last trade (the REST path's rule).
-    const second = next<MarketUpdate>(s, 'market:update', 2_000);
+    const second = next<MarketUpdate>(s, 'market:update', WITHIN);
     fake.bestBidAsk(m.token, { bid: 0.2, ask: 0.8 });
     fake.lastTrade(m.token, 0.37);
     expect((await second).yesPrice).toBe(0.37);
@@ -72,7 +73,7 @@ describe('hot markets on one instance', () => {
     const marker = await createPolymarketMarket(t.db);
     const ms = await subscribe(marker.id);
     await until(() => fake.subscribed().has(marker.token), 10_000);
-    const markerUpdate = next(ms, 'market:update', 2_000);
+    const markerUpdate = next(ms, 'market:update', WITHIN);
     fake.priceChange(marker.token, { bid: 0.7, ask: 0.72 });
     await markerUpdate;
     expect(seen).toEqual([]);
@@ -89,7 +90,7 @@ describe('hot markets on one instance', () => {
     fake.freeze();
     expect(fake.subscribed().has(m.token)).toBe(false);
     await until(() => fake.accepted() > afterDrop && fake.subscribed().has(m.token), 30_000);
-    const update = next<MarketUpdate>(s, 'market:update', 2_000);
+    const update = next<MarketUpdate>(s, 'market:update', WITHIN);
     fake.priceChange(m.token, { bid: 0.3, ask: 0.32 });
     expect((await update).yesPrice).toBe(0.31);
     expect(fake.violations).toEqual([]);

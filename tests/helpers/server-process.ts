@@ -22,6 +22,8 @@ export function startServer(env: Record<string, string | undefined>, opts: { cwd
     LOG_LEVEL: 'info',
     METRICS_PORT: '0',
     JWT_SECRET: TEST_JWT_SECRET,
+    // Hot markets off unless a test points it at its fake: a spawned server never reaches the venue.
+    POLYMARKET_MARKET_WS_URL: '',
     ...env,
   };
   const child = spawn(process.execPath, ['--import', TSX_LOADER, fileURLToPath(new URL('../../src/server.ts', import.meta.url))], {

@@ -273,6 +273,8 @@ interface Followed {
   marketId: string;
   tokenId: string;
   price: number | null;
+  /** The stored volume (the socket carries none): sent with `market:update`. */
+  volume: number;
 }
 
 export function createHotFeed(deps: HotFeedDeps): HotFeed {
@@ -280,7 +282,8 @@ export function createHotFeed(deps: HotFeedDeps): HotFeed {
   /** Market id → when it was last seen with a subscriber (the linger clock). */
   const lastSeen = new Map<string, number>();
   const byToken = new Map<string, Followed>();
-  const pending = new Map<string, number>();
+  /** Market id → the changed price and the volume to publish with it. */
+  const pending = new Map<string, { price: number; volume: number }>();
   let client: MarketWsClient | undefined;
   let timer: NodeJS.Timeout | undefined;
   let flushTimer: NodeJS.Timeout | undefined;
@@ -293,7 +296,7 @@ export function createHotFeed(deps: HotFeedDeps): HotFeed {
     const f = byToken.get(tokenId);
     if (!f || f.price === price) return;
     f.price = price;
-    pending.set(f.marketId, price);
+    pending.set(f.marketId, { price, volume: f.volume });
     if (!flushTimer && !closed) {
       flushTimer = setTimeout(() => {
         flushTimer = undefined;
@@ -306,19 +309,24 @@ export function createHotFeed(deps: HotFeedDeps): HotFeed {
   async function flush() {
     const batch = [...pending];
     pending.clear();
+    if (batch.length === 0) return;
     const now = deps.clock();
-    const changes: PriceChange[] = [];
-    for (const [marketId, price] of batch) {
+    // Published first: the 2 s of docs/decisions.md §11.2 never wait on a busy database.
+    publishPriceChanges(
+      deps,
+      batch.map(([marketId, p]) => ({ marketId, yesPrice: p.price, volume: p.volume, timestamp: now })),
+    );
+    const stored: PriceChange[] = [];
+    for (const [marketId, p] of batch) {
       try {
-        const stored = await storeHotPrice(deps, marketId, price, now);
-        if (stored) changes.push({ marketId, yesPrice: price, volume: stored.volume, timestamp: now });
+        const row = await storeHotPrice(deps, marketId, p.price, now);
+        if (row) stored.push({ marketId, yesPrice: p.price, volume: row.volume, timestamp: now });
       } catch (err) {
         deps.log.warn({ err, marketId }, 'hot markets: storing a price failed; the REST cycle will catch up');
       }
     }
-    if (changes.length === 0) return;
-    publishPriceChanges(deps, changes);
-    await deps.onChanges(changes).catch((err: unknown) => deps.log.error({ err }, 'hot markets: after-change step failed'));
+    if (stored.length === 0) return;
+    await deps.onChanges(stored).catch((err: unknown) => deps.log.error({ err }, 'hot markets: after-change step failed'));
   }
 
   async function reconcile() {
@@ -334,8 +342,8 @@ export function createHotFeed(deps: HotFeedDeps): HotFeed {
       const rows =
         wanted.length === 0
           ? []
-          : await deps.dbh.rows<{ id: string; token: string; price: number | null }>(
-              sql`select id, yes_token_id as token, yes_price as price from markets
+          : await deps.dbh.rows<{ id: string; token: string; price: number | null; volume: number }>(
+              sql`select id, yes_token_id as token, yes_price as price, volume from markets
                   where id in (select json_array_elements_text(${JSON.stringify(wanted)}::json))
                     and venue = 'polymarket' and status = 'active' and yes_token_id is not null`,
             );
@@ -345,7 +353,7 @@ export function createHotFeed(deps: HotFeedDeps): HotFeed {
         const had = byToken.get(r.token);
         // The stored price is the reference (the REST cycle may have moved it); a change waiting to be written wins.
         const price = pending.has(r.id) && had ? had.price : r.price === null ? null : Number(r.price);
-        next.set(r.token, { marketId: r.id, tokenId: r.token, price });
+        next.set(r.token, { marketId: r.id, tokenId: r.token, price, volume: Number(r.volume) });
       }
       byToken.clear();
       for (const [t, f] of next) byToken.set(t, f);
