@@ -140,9 +140,8 @@ export default async function run() {
   try {
     const profArgs = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${ROOT}tests/bench/.tmp/profiles`] : [];
 
-    // The sync jobs run in a process of their own that then exits: a process that ran them was
-    // measured to cost about twice as much per request afterwards (what it keeps after a sync is
-    // not part of a request's cost; jobs run on whichever instance holds their lock).
+    // The sync jobs run in a process of their own that then exits, so the measured processes carry
+    // nothing a sync leaves behind (jobs run on whichever instance holds their lock, not on every one).
     const seeder = await spawnService(kinds[0], await serviceEnv());
     await seedEvents(seeder.url);
     await seeder.close();
