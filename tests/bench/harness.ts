@@ -456,12 +456,12 @@ export async function spawnService(kind: 'dist' | 'tsx', env: Record<string, str
 }
 
 /** The bare Fastify baseline (tests/bench/baseline-server.ts) in its own process. */
-export async function spawnBaseline(routes: BaselineRoute[]): Promise<ChildServer> {
+export async function spawnBaseline(routes: BaselineRoute[], nodeArgs: string[] = []): Promise<ChildServer> {
   const dir = join(ROOT, 'tests/bench/.tmp');
   await mkdir(dir, { recursive: true });
   const file = join(dir, `baseline-${process.pid}-${randomBytes(3).toString('hex')}.json`);
   await writeFile(file, JSON.stringify({ routes }));
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'tests/bench/baseline-server.ts'), file], {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(ROOT, 'tests/bench/baseline-server.ts'), file], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
