@@ -218,3 +218,25 @@ describe('the tracked set (price-sync)', () => {
     expect(m.priceUpdatedAt).not.toBeNull();
   });
 });
+
+describe('charts are ours (docs/decisions.md §11.5)', () => {
+  it('range=ALL keeps the stored points after the market resolves, and the detail shows the settlement', async () => {
+    const before = (await get('/api/v1/events/small-pm/chart?range=ALL&markets=2')).json();
+    const line = before.outcomes.find((o: any) => o.marketId === 'pm-800001');
+    expect(line.dataPoints.length).toBeGreaterThan(0);
+    const m = venues.gamma.state.events[1].markets[0];
+    Object.assign(m, { closed: true, umaResolutionStatus: 'resolved', outcomePrices: '["1", "0"]' });
+    try {
+      expect(await t.app.jobs.run('events-sync')).toMatchObject({ ok: true });
+      const detail = (await get('/api/v1/events/small-pm')).json();
+      expect(detail.markets.find((x: any) => x.id === 'pm-800001')).toMatchObject({ status: 'resolved', yesPrice: 1 });
+      const after = (await get('/api/v1/events/small-pm/chart?range=ALL&markets=2')).json();
+      const points = after.outcomes.find((o: any) => o.marketId === 'pm-800001').dataPoints;
+      expect(points.length).toBeGreaterThanOrEqual(line.dataPoints.length);
+      expect(points[0].timestamp).toBe(line.dataPoints[0].timestamp);
+      expect(points.at(-1).price).toBe(1);
+    } finally {
+      Object.assign(m, { closed: false, umaResolutionStatus: undefined });
+    }
+  });
+});
