@@ -300,8 +300,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The last run of each job
-         * @description The last run of each job
+         * Every job: its last finished run, last success, next scheduled run and whether it runs now
+         * @description One entry per job, in the cron table’s order, whether or not it has run yet. `ok`, `startedAt`, `finishedAt`, `items` and `error` describe the last finished run and are absent before the first. `running` holds across instances (the job’s advisory lock); `nextRunAt` is this instance’s schedule (null with JOBS=off).
          */
         get: operations["listJobs"];
         put?: never;
@@ -326,6 +326,26 @@ export interface paths {
          * @description Answers 200 whether the job succeeded or not (`ok: false` and `error` when it failed). Waits while another instance runs the same job.
          */
         post: operations["runJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/internal/jobs/{name}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Recent runs of one job, newest first
+         * @description Runs of every instance, kept 14 days. `limit` 1–100 (default 20). A run that never finished and is not running any more is `abandoned`. Unknown job → 404.
+         */
+        get: operations["listJobRuns"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -489,7 +509,7 @@ export interface paths {
         };
         /**
          * The caller's notifications, newest first
-         * @description Filters `read` (`true`/`false`) and `type`; keyset pagination with an opaque `cursor` (`nextCursor` is null on the last page). `unreadCount` counts every unread notification of the caller, whatever the filters.
+         * @description Filters `read` (`true`/`false`) and `type`; keyset pagination with an opaque `cursor` (`nextCursor` is null on the last page). `unreadCount` counts every unread notification of the caller, whatever the filters. `seq` is the caller's latest `user:notifications` stream seq when the page was read: subscribe with it as `lastSeq` to receive every later change (docs/decisions.md §12.4).
          */
         get: operations["listNotifications"];
         put?: never;
@@ -775,6 +795,50 @@ export interface components {
             ok: boolean;
             startedAt: string;
         };
+        JobRun: {
+            error?: string;
+            finishedAt: string | null;
+            /** Format: int64 */
+            id: number;
+            /** @description The instance that ran it */
+            instanceId: string;
+            /** Format: int64 */
+            items: number;
+            name: string;
+            /** Format: date-time */
+            startedAt: string;
+            /**
+             * @description `abandoned`: never finished and no longer running (its instance stopped mid-run)
+             * @enum {string}
+             */
+            state: "running" | "succeeded" | "failed" | "abandoned";
+        };
+        JobStatus: {
+            /** @description Why the last finished run failed */
+            error?: string;
+            /** Format: date-time */
+            finishedAt?: string;
+            /** Format: int64 */
+            items?: number;
+            /** @description When a run last finished successfully, on any instance; null before the first */
+            lastSuccessAt: string | null;
+            name: string;
+            /** @description When this instance’s schedule fires next; null with JOBS=off (only run-now runs jobs) or while shutting down */
+            nextRunAt: string | null;
+            /** @description The last finished run: whether it succeeded (absent before the first run) */
+            ok?: boolean;
+            /** @description A run is in progress on some instance right now (the job’s PostgreSQL advisory lock is held) */
+            running: boolean;
+            /**
+             * Format: date-time
+             * @description When the run in progress started (present while `running`)
+             */
+            runningSince?: string;
+            /** @description The cron expression (node-cron; six fields when it has seconds), in the server’s time zone */
+            schedule: string;
+            /** Format: date-time */
+            startedAt?: string;
+        };
         LeaderboardEntry: {
             avatarUrl: string;
             avgEntry: number;
@@ -800,13 +864,13 @@ export interface components {
             /** Format: int64 */
             wins: number;
         };
-        /** @description `market:update` on `market:<marketId>`: the market’s price or volume changed */
+        /** @description `market:update` on `market:<marketId>`: the market’s price or volume changed. Within 2 s of a venue change for a Polymarket market with a live subscriber (docs/decisions.md §11.2), else from the 60 s price cycle */
         MarketUpdate: {
             /** @description Our market id: `pm-<id>` or `ks-<ticker>` */
             marketId: string;
             /**
              * Format: date-time
-             * @description ISO 8601: when the sync saw the change
+             * @description ISO 8601: when the sync, or the venue socket of a hot market, saw the change
              */
             timestamp: string;
             volume: number;
@@ -856,6 +920,77 @@ export interface components {
             title: string;
             /** @enum {string} */
             type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed";
+        };
+        /** @description `notification:deleted` on `user:notifications`: one notification was removed */
+        NotificationDeletedEvent: {
+            id: string;
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
+        };
+        /** @description `notification` on `user:notifications`: a new Notification, with the stream `seq` and the unread count after it */
+        NotificationEvent: {
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                [key: string]: unknown;
+            };
+            id: string;
+            message: string;
+            read: boolean;
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            title: string;
+            /** @enum {string} */
+            type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed";
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
+        };
+        /** @description `notifications:read-all` on `user:notifications`: mark-all-read changed something */
+        NotificationsReadAllEvent: {
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
+            /**
+             * Format: int64
+             * @description How many notifications changed from unread to read
+             */
+            updated: number;
+        };
+        /** @description `notification:updated` on `user:notifications`: one notification was marked read */
+        NotificationUpdatedEvent: {
+            id: string;
+            read: boolean;
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
         };
         PriceAlert: {
             active: boolean;
@@ -963,6 +1098,10 @@ export interface components {
                 timestamp: string;
             }[];
             roi: number;
+            /** @description True when `syncedAt` is older than 90 minutes (a ranked trader) or 24 hours (an on-demand profile), or when the venue could not be read and the last good copy is served */
+            stale: boolean;
+            /** @description When these figures were last computed from the venue (ISO 8601; also sent as `Last-Modified`); null before the first time */
+            syncedAt: string | null;
             topPositions: {
                 avgPrice: number;
                 currentPrice: number;
@@ -2333,7 +2472,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        jobs: components["schemas"]["JobOutcome"][];
+                        jobs: components["schemas"]["JobStatus"][];
                     };
                 };
             };
@@ -2362,6 +2501,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description A job name such as `price-sync` */
                 name: string;
             };
             cookie?: never;
@@ -2375,6 +2515,70 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobOutcome"];
+                };
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listJobRuns: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description A job name such as `price-sync` */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        runs: components["schemas"]["JobRun"][];
+                    };
                 };
             };
             /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
@@ -2570,6 +2774,23 @@ export interface operations {
             /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
             400: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    /** @description Requests allowed in the window */
+                    "RateLimit-Limit"?: unknown;
+                    /** @description Requests left in the window */
+                    "RateLimit-Remaining"?: unknown;
+                    /** @description Seconds until a request is allowed again */
+                    "RateLimit-Reset"?: unknown;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2975,6 +3196,11 @@ export interface operations {
                         /** @description null on the last page */
                         nextCursor: string | null;
                         notifications: components["schemas"]["Notification"][];
+                        /**
+                         * Format: int64
+                         * @description The user's latest stream `seq` when the page was read (docs/decisions.md §12.4): subscribe to `user:notifications` with it as `lastSeq` to get every change after this page
+                         */
+                        seq: number;
                         /**
                          * Format: int64
                          * @description All unread notifications of the user, whatever the filters

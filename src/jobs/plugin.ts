@@ -2,8 +2,8 @@ import fp from 'fastify-plugin';
 import cron, { type ScheduledTask } from 'node-cron';
 import { eq, and, lt, sql } from 'drizzle-orm';
 import { jobRuns } from '../../drizzle/index.js';
-import { lockKey } from '../db/index.js';
-import type { JobDefinition, JobDeps, JobOutcome } from './types.js';
+import { jobLockKey, jobStatuses } from './runs.js';
+import type { JobDefinition, JobDeps, JobOutcome, JobStatus } from './types.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -13,6 +13,8 @@ declare module 'fastify' {
       run(name: string): Promise<JobOutcome>;
       /** What a run gets (tests call domain functions with it). */
       deps(): JobDeps;
+      /** docs/decisions.md §15.2: each job's last run, last success, next scheduled run and whether it runs now. */
+      statuses(): Promise<JobStatus[]>;
     };
   }
 }
@@ -37,7 +39,7 @@ export const jobsPlugin = fp<JobsOptions>(
   async (app, opts) => {
     const defs = new Map(opts.definitions.map((d) => [d.name, d]));
     const running = new Set<Promise<unknown>>();
-    const tasks: ScheduledTask[] = [];
+    const tasks = new Map<string, ScheduledTask>();
     let closing = false;
 
     // Without a cross-instance source, the market rooms this instance's sockets joined.
@@ -66,7 +68,7 @@ export const jobsPlugin = fp<JobsOptions>(
     async function execute(def: JobDefinition, wait: boolean): Promise<JobOutcome | undefined> {
       const log = app.log.child({ job: def.name });
       const locked = await app.dbh.withAdvisoryLock(
-        lockKey(`job:${def.name}`),
+        jobLockKey(def.name),
         async () => {
           const started = app.clock();
           const [row] = await app.db
@@ -125,6 +127,17 @@ export const jobsPlugin = fp<JobsOptions>(
         const outcome = await track(execute(def, true));
         return outcome!;
       },
+      statuses() {
+        return jobStatuses(
+          app.dbh,
+          [...defs.values()].map((d) => ({
+            name: d.name,
+            schedule: d.schedule,
+            // Only scheduled tasks have a next run: none with JOBS=off, none once closing.
+            nextRunAt: closing ? null : (tasks.get(d.name)?.getNextRun() ?? null),
+          })),
+        );
+      },
     });
 
     if (app.config.JOBS) {
@@ -134,7 +147,7 @@ export const jobsPlugin = fp<JobsOptions>(
             if (closing) return;
             track(execute(def, false)).catch((err) => app.log.error({ err, job: def.name }, 'job crashed'));
           };
-          tasks.push(cron.schedule(def.schedule, tick, { name: def.name, noOverlap: true }));
+          tasks.set(def.name, cron.schedule(def.schedule, tick, { name: def.name, noOverlap: true }));
           tick(); // docs/decisions.md §9: each runs once at start
         }
       });
@@ -142,7 +155,7 @@ export const jobsPlugin = fp<JobsOptions>(
 
     app.addHook('preClose', async () => {
       closing = true;
-      for (const t of tasks) await t.destroy();
+      for (const t of tasks.values()) await t.destroy();
     });
     app.addHook('onClose', async () => {
       await Promise.allSettled([...running]);

@@ -55,3 +55,25 @@ export interface JobOutcome {
   items: number;
   error?: string;
 }
+
+/** docs/decisions.md §15.2: one entry of GET /internal/jobs. The last finished run's fields are absent before the first. */
+export interface JobStatus extends Partial<JobOutcome> {
+  name: string;
+  schedule: string;
+  running: boolean;
+  runningSince?: string;
+  nextRunAt: string | null;
+  lastSuccessAt: string | null;
+}
+
+/** docs/decisions.md §15.2: one row of GET /internal/jobs/:name/runs. */
+export interface JobRun {
+  id: number;
+  name: string;
+  instanceId: string;
+  state: 'running' | 'succeeded' | 'failed' | 'abandoned';
+  startedAt: string;
+  finishedAt: string | null;
+  items: number;
+  error?: string;
+}

@@ -6,6 +6,7 @@ import { createDb } from '../../src/db/index.js';
 import { runMigrations } from '../../src/db/migrate.js';
 import { loadSampleData, startFakeVenues } from './venues/index.js';
 import { startFakeDataApi } from './venues/polymarket-data.js';
+import { startFakeMarketWs } from './venues/market-ws.js';
 import { driftPrices } from './venues/prices.js';
 
 /**
@@ -19,6 +20,8 @@ import { driftPrices } from './venues/prices.js';
 const sample = loadSampleData();
 const venues = await startFakeVenues(sample);
 const dataApi = await startFakeDataApi();
+// Hot markets (README "Hot markets"): the market WebSocket fake pushes the same drift to subscribed tokens.
+const marketWs = await startFakeMarketWs();
 // 200 generated traders per board: addresses and figures from a fixed hash, ranked by the ordering.
 const traders = Array.from({ length: 200 }, (_, i) => {
   const h = createHash('sha256').update(`demo-trader-${i}`).digest();
@@ -48,7 +51,17 @@ for (const category of ['OVERALL', 'POLITICS', 'SPORTS', 'CRYPTO']) {
 }
 
 let tick = 0;
-const drift = setInterval(() => driftPrices({ gamma: venues.gamma.state, kalshi: venues.kalshi.state }, ++tick), 20_000);
+const drift = setInterval(() => {
+  driftPrices({ gamma: venues.gamma.state, kalshi: venues.kalshi.state }, ++tick);
+  // Hot markets: the market WebSocket fake pushes the same moves to the tokens the service subscribed.
+  for (const e of venues.gamma.state.events) {
+    for (const m of e?.markets ?? []) {
+      if (m.closed === true || typeof m.bestBid !== 'number') continue;
+      const token = typeof m.clobTokenIds === 'string' ? (JSON.parse(m.clobTokenIds) as string[])[0] : undefined;
+      if (token) marketWs.priceChange(token, { bid: m.bestBid, ask: m.bestAsk });
+    }
+  }
+}, 20_000);
 
 const config = loadConfig({
   ...process.env,
@@ -56,6 +69,7 @@ const config = loadConfig({
   JOBS: 'on',
   ...venues.env,
   POLYMARKET_DATA_API_URL: dataApi.url,
+  POLYMARKET_MARKET_WS_URL: marketWs.url,
 });
 // Opened (and migrated) here rather than inside the app: an embedded database can take
 // longer than Fastify's plugin start timeout on a busy machine.
@@ -68,9 +82,10 @@ closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT_MS }, async () => {
   await db.close();
   await venues.close();
   await dataApi.close();
+  await marketWs.close();
 });
 await app.listen({ port: config.PORT, host: config.HOST });
 app.log.info(
-  { gamma: venues.gamma.url, kalshi: venues.kalshi.url, clob: venues.clob.url, data: dataApi.url },
+  { gamma: venues.gamma.url, kalshi: venues.kalshi.url, clob: venues.clob.url, data: dataApi.url, marketWs: marketWs.url },
   `demo: fake venues up; try http://${config.HOST}:${config.PORT}/api/v1/events`,
 );
