@@ -40,6 +40,19 @@ describe('configuration', () => {
     expect(Object.isFrozen(c)).toBe(true);
   });
 
+  it('POLYMARKET_MARKET_WS_URL: the venue by default, empty turns the feed off, only ws(s) URLs (docs/decisions.md §11.2)', () => {
+    expect(loadConfig({}).POLYMARKET_MARKET_WS_URL).toBe('wss://ws-subscriptions-clob.polymarket.com/ws/market');
+    expect(loadConfig({ POLYMARKET_MARKET_WS_URL: '' }).POLYMARKET_MARKET_WS_URL).toBe('');
+    expect(loadConfig({ POLYMARKET_MARKET_WS_URL: '  ' }).POLYMARKET_MARKET_WS_URL).toBe('');
+    // Used exactly as given: path and query are kept.
+    expect(loadConfig({ POLYMARKET_MARKET_WS_URL: 'ws://127.0.0.1:9/ws/market?x=1' }).POLYMARKET_MARKET_WS_URL).toBe(
+      'ws://127.0.0.1:9/ws/market?x=1',
+    );
+    expect(problemsOf({ POLYMARKET_MARKET_WS_URL: 'https://example.com/ws' })).toEqual([
+      'POLYMARKET_MARKET_WS_URL: must be a ws(s) URL, or empty to turn the hot-market feed off (got "https://example.com/ws")',
+    ]);
+  });
+
   it('parses every variable', () => {
     const c = loadConfig({
       PORT: '8080',

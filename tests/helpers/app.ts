@@ -8,8 +8,19 @@ import { testConfig, type Config } from '../../src/config.js';
 import { createDb, type DbHandle } from '../../src/db/index.js';
 import { runMigrations } from '../../src/db/migrate.js';
 import { PG_URL, REDIS_URL, withDatabase } from './env.js';
+import type { VenueClientOptions } from '../../src/venues/clients.js';
 
 let counter = 0;
+
+/**
+ * Venue clients for tests about behaviour, not budgets: limits far above the
+ * venues' (docs/venues.md), short backoffs. Budget tests keep the real ones.
+ */
+export const FAST_VENUES: VenueClientOptions = {
+  budgets: { gamma: 1000, clob: 1000, kalshi: 1000, data: 1000 },
+  backoffMs: 20,
+  maxBackoffMs: 200,
+};
 
 /**
  * A fresh, migrated database for one test file: on PostgreSQL a clone of the
@@ -77,7 +88,23 @@ export async function buildTestApp(
   // next second (a sample with no reading counts as infinitely late). The event-loop
   // check is off here; tests/overload.test.ts sets its own thresholds to test that path.
   const overload = overrides.overload ?? { maxEventLoopDelay: 0 };
-  const app = await buildApp(config, { ...overrides, overload, db, redis, keyPrefix, migrate: false, logger: opts.logger ?? false });
+  // The venue budgets of docs/venues.md are for the real venues; against the local fakes a test
+  // runs at a far higher rate (budget tests pass their own venueClients).
+  const venueClients = overrides.venueClients ?? {
+    budgets: { gamma: 1000, clob: 1000, kalshi: 1000, data: 1000 },
+    backoffMs: 20,
+    maxBackoffMs: 100,
+  };
+  const app = await buildApp(config, {
+    ...overrides,
+    overload,
+    venueClients,
+    db,
+    redis,
+    keyPrefix,
+    migrate: false,
+    logger: opts.logger ?? false,
+  });
   // Test-only routes go in before ready(), like any domain plugin.
   if (extend) await extend(app);
   await app.ready();

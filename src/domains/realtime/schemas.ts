@@ -47,9 +47,14 @@ export const MarketUpdateSchema = z
     marketId: z.string().max(128).meta({ description: 'Our market id: `pm-<id>` or `ks-<ticker>`' }),
     yesPrice: z.number().min(0).max(1),
     volume: z.number(),
-    timestamp: z.iso.datetime().meta({ description: 'ISO 8601: when the sync saw the change' }),
+    timestamp: z.iso.datetime().meta({ description: 'ISO 8601: when the sync, or the venue socket of a hot market, saw the change' }),
   })
-  .meta({ id: 'MarketUpdate', description: '`market:update` on `market:<marketId>`: the market’s price or volume changed' });
+  .meta({
+    id: 'MarketUpdate',
+    description:
+      '`market:update` on `market:<marketId>`: the market’s price or volume changed. Within 2 s of a venue change for a ' +
+      'Polymarket market with a live subscriber (docs/decisions.md §11.2), else from the 60 s price cycle',
+  });
 export type MarketUpdate = z.infer<typeof MarketUpdateSchema>;
 
 /** The monitors that publish: `monitor:<name>` channels with events. */
