@@ -10,7 +10,7 @@ import { freePort } from './helpers/services.js';
 import { loadSampleData, startFakeVenues, type FakeVenues } from './fakes/venues/index.js';
 import { gammaYesOf, setGammaYes } from './fakes/venues/prices.js';
 import { solanaWallet } from './auth/helpers.js';
-import { ack, closeAll, connect, next, record, sleep } from './realtime/helpers.js';
+import { ack, closeAll, connect, next, record, sleep, until } from './realtime/helpers.js';
 
 /**
  * Two real app processes (`node --import tsx src/server.ts`) on one
@@ -319,4 +319,84 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     await sleep(200);
     expect(strays).toEqual([]); // B's client subscribed to another market got nothing
   });
+
+  it('keeps a user stream whole across instances (docs/decisions.md §12): a killed socket resumes on the other instance, badges agree', async () => {
+    const s = await signIn(A, B);
+    expect(s.res.status, s.res.text).toBe(201);
+    const auth = { authorization: `Bearer ${s.accessToken}` };
+    const STREAM = ['notification', 'notification:updated', 'notification:deleted', 'notifications:read-all'];
+    type Seen = { event: string; seq: number; unreadCount: number; at: number };
+    const watch = (socket: Awaited<ReturnType<typeof connect>>) => {
+      const seen: Seen[] = [];
+      socket.onAny((event: string, p: { seq: number; unreadCount: number }) => {
+        if (STREAM.includes(event)) seen.push({ event, seq: p.seq, unreadCount: p.unreadCount, at: Date.now() });
+      });
+      return seen;
+    };
+    const open = (i: Instance) => connect(i.url, { token: s.accessToken, extraHeaders: { 'x-forwarded-for': freshIp() } });
+
+    // Three devices of the user (two on A, one on B) and the socket whose connection is killed.
+    const devices = [await open(A), await open(B), await open(A)];
+    const badges = devices.map(watch);
+    for (const d of devices) expect(await ack(d, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true, seq: 0 });
+    const victim = await open(A);
+    const before = watch(victim);
+    expect(await ack(victim, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true, seq: 0 });
+    let after: Seen[] = [];
+    let resumedAck: unknown;
+
+    // Two writers, one per instance: 25 notifications each, reads (PATCH on the other
+    // instance) and deletes in between; the victim is killed and resumes on B meanwhile.
+    const lane = async (self: Instance, other: Instance, k: number) => {
+      const mine: string[] = [];
+      for (let i = 0; i < 25; i++) {
+        const made = await call(self, 'POST', '/api/v1/internal/notifications', {
+          headers: INTERNAL,
+          body: { userId: s.userId, type: 'order_filled', title: `lane ${k} #${i}`, message: 'filled' },
+        });
+        expect(made.status, made.text).toBe(201);
+        mine.push(made.json.id);
+        if (i % 3 === 1) expect((await call(other, 'PATCH', `/api/v1/notifications/${mine[i - 1]}`, { headers: auth })).status).toBe(200);
+        if (i % 5 === 4) expect((await call(self, 'DELETE', `/api/v1/notifications/${mine[i - 2]}`, { headers: auth })).status).toBe(204);
+        if (k === 0 && i === 8) victim.io.engine.close(); // the connection dies mid-stream
+        if (k === 0 && i === 16) {
+          const lastSeq = before.at(-1)?.seq ?? 0;
+          const resumed = await open(B);
+          after = watch(resumed);
+          resumedAck = await ack(resumed, 'subscribe', { channel: 'user:notifications', lastSeq });
+        }
+      }
+    };
+    await Promise.all([lane(A, B, 0), lane(B, A, 1)]);
+    const readAll = await call(B, 'PATCH', '/api/v1/notifications/mark-all-read', { headers: auth });
+    expect(readAll.status, readAll.text).toBe(200);
+    const doneAt = Date.now();
+    const final = await call(A, 'GET', '/api/v1/notifications?limit=1', { headers: auth });
+    const N: number = final.json.seq;
+    expect(N).toBeGreaterThanOrEqual(50 + 16 + 10);
+    const all = Array.from({ length: N }, (_, i) => i + 1);
+
+    // Badges: every device gets every event in order, the last within 1 s, and they agree.
+    await until(() => badges.every((b) => b.length >= N), 10_000);
+    await sleep(300);
+    for (const b of badges) {
+      expect(b.map((e) => e.seq)).toEqual(all);
+      expect(b[N - 1].at - doneAt).toBeLessThan(1_000);
+    }
+    for (let i = 0; i < N; i++) {
+      const at = badges.map((b) => b[i].at);
+      expect(new Set(badges.map((b) => b[i].unreadCount)).size, `seq ${i + 1}`).toBe(1);
+      expect(Math.max(...at) - Math.min(...at), `seq ${i + 1}`).toBeLessThan(1_000);
+    }
+    expect(badges[0][N - 1].unreadCount).toBe(final.json.unreadCount);
+    expect(final.json.unreadCount).toBe(0);
+
+    // The killed socket: what it saw before, then the resume on B: every event once, in order, none missing.
+    await until(() => after.length > 0 && after.at(-1)!.seq === N, 10_000);
+    expect(resumedAck).toMatchObject({ ok: true });
+    expect(before.length).toBeGreaterThan(0);
+    expect([...before, ...after].map((e) => e.seq)).toEqual(all);
+    // Replayed events are the ones first emitted: the same events and badges the devices got.
+    expect([...before, ...after].map((e) => [e.event, e.unreadCount])).toEqual(badges[1].map((e) => [e.event, e.unreadCount]));
+  }, 60_000);
 });

@@ -69,7 +69,7 @@ export const REALTIME_DEFAULTS: RealtimeOptions = {
   heartbeatMs: 10_000,
   entryTtlMs: 30_000,
   streamGapWaitMs: 150,
-  streamPageSize: 500,
+  streamPageSize: 1000,
 };
 
 const MINUTE = 60_000;
