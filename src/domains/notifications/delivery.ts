@@ -430,14 +430,25 @@ export async function pruneSettledDeliveries(db: Db, now: Date, maxBatches = 20)
   return total;
 }
 
-/** Drains everything due, a batch at a time (the periodic run). */
+/**
+ * Drains everything due (the periodic run): a few claim loops at once, so
+ * one batch's provider requests overlap the next batch's claim and writes
+ * (SKIP LOCKED keeps them apart; the channels' own gates bound the requests).
+ */
+export const SWEEP_WORKERS = 3;
 export async function processAllDueDeliveries(deps: DeliveryWorkerDeps, maxBatches = 20): Promise<DeliveryReport> {
   const total = emptyReport();
-  for (let i = 0; i < maxBatches; i++) {
-    const { full, ...r } = await processDueDeliveries(deps);
-    for (const k of Object.keys(total) as (keyof DeliveryReport)[]) total[k] += r[k];
-    if (!full) break;
-  }
+  let batches = 0;
+  let done = false;
+  const worker = async () => {
+    while (!done && batches < maxBatches) {
+      batches++;
+      const { full, ...r } = await processDueDeliveries(deps);
+      for (const k of Object.keys(total) as (keyof DeliveryReport)[]) total[k] += r[k];
+      if (!full) done = true;
+    }
+  };
+  await Promise.all(Array.from({ length: SWEEP_WORKERS }, worker));
   return total;
 }
 
