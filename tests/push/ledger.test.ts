@@ -149,6 +149,9 @@ describe('one row per device', () => {
 
   it('at most 6 Expo requests in flight per instance, whichever runs send them', async () => {
     const { user } = await userWithDevices(700);
+    // A request an earlier test left hanging at the fake would count here: wait for it to end.
+    while (expo.inFlight.now > 0) await new Promise((r) => setTimeout(r, 100));
+    expo.inFlight.peak = 0;
     expo.faults.latencyMs = 50;
     const a = await notify(deps, { userId: user.id, type: 'order_filled', title: 'A', message: 'M' });
     const b = await notify(deps, { userId: user.id, type: 'order_filled', title: 'B', message: 'M' });

@@ -3,7 +3,7 @@
  * (docs/decisions.md §13.2: at most 6 Expo requests in flight per instance,
  * whether the kick or the sweep sends them). Waiters are served in order.
  */
-export interface Semaphore {
+export interface RequestGate {
   run<T>(fn: () => Promise<T>): Promise<T>;
   /** Holders right now (tests, metrics). */
   readonly active: number;
@@ -11,7 +11,7 @@ export interface Semaphore {
   readonly peak: number;
 }
 
-export function createSemaphore(limit: number): Semaphore {
+export function createRequestGate(limit: number): RequestGate {
   let active = 0;
   let peak = 0;
   const waiting: Array<() => void> = [];
