@@ -40,9 +40,14 @@ export const notificationCounters = pgTable('notification_counters', {
 });
 
 /**
- * Outbox of deliveries (push, messenger) for stored notifications: storing a
- * notification never waits on delivery, and a failed delivery is retried with
- * backoff a bounded number of times without touching the notification.
+ * The delivery ledger (docs/decisions.md §13.1): one row per (notification,
+ * channel, device or chat), written in the notification's transaction.
+ * `status` is 'pending' | 'sent' | 'skipped' | 'failed' (the dead letters);
+ * `next_attempt_at` is when a pending row is due, and while an instance works
+ * on a row it is that instance's lease (a dead instance's rows come due again
+ * when it runs out). `deadline_at` ends the retries of transient failures
+ * (created + 1 h, or a manual retry + 1 h). The stored notification itself is
+ * never touched by delivery.
  */
 export const notificationDeliveries = pgTable(
   'notification_deliveries',
@@ -51,10 +56,14 @@ export const notificationDeliveries = pgTable(
     notificationId: uuid('notification_id')
       .notNull()
       .references(() => notifications.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id'),
     channel: text('channel').notNull(), // 'push' | 'messenger'
+    targetKind: text('target_kind'), // 'device' | 'chat'
+    target: text('target'), // the Expo push token or the Telegram chat id
     status: text('status').notNull().default('pending'), // 'pending' | 'sent' | 'failed' | 'skipped'
     attempts: integer('attempts').notNull().default(0),
     nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }).notNull().defaultNow(),
+    deadlineAt: timestamp('deadline_at', { withTimezone: true }),
     lastError: text('last_error'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
@@ -69,5 +78,24 @@ export const notificationDeliveries = pgTable(
     index('notification_deliveries_settled_idx')
       .on(t.updatedAt)
       .where(sql`${t.status} <> 'pending'`),
+    // The internal listing: one status, newest updatedAt first (docs/decisions.md §13.4).
+    index('notification_deliveries_status_updated_idx').on(t.status, t.updatedAt.desc(), t.id.desc()),
+    // A Telegram 429 holds, and a chat migration retargets, every pending row of one chat.
+    index('notification_deliveries_pending_target_idx')
+      .on(t.channel, t.target)
+      .where(sql`${t.status} = 'pending'`),
   ],
 );
+
+/**
+ * A delivery channel's stored pause (docs/decisions.md §13.2): push pauses on
+ * Expo's InvalidCredentials; the pause survives restarts and is lifted when
+ * the service starts with different credentials (`credential_hash` is a hash
+ * of the credentials in use when it paused) or by the internal resume route.
+ */
+export const deliveryChannels = pgTable('delivery_channels', {
+  channel: text('channel').primaryKey(),
+  pausedReason: text('paused_reason'),
+  pausedAt: timestamp('paused_at', { withTimezone: true }),
+  credentialHash: text('credential_hash'),
+});

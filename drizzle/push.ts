@@ -31,6 +31,8 @@ export const pushTickets = pgTable(
   {
     id: text('id').primaryKey(),
     token: text('token').notNull(),
+    /** The ledger row the ticket answers (a DeviceNotRegistered receipt marks it skipped). */
+    deliveryId: uuid('delivery_id'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [index('push_tickets_created_idx').on(t.createdAt)],

@@ -23,9 +23,16 @@ import { authRoutes } from './domains/auth/plugin.js';
 import { internalAuthRoutes } from './domains/auth/internal-routes.js';
 import { eventsRoutes } from './domains/events/plugin.js';
 import { messengerRoutes } from './domains/messenger/plugin.js';
-import { internalNotificationRoutes, notificationRoutes, notificationsPlugin } from './domains/notifications/plugin.js';
-import { pushChannel } from './domains/push/channel.js';
-import { messengerChannel } from './domains/messenger/channel.js';
+import {
+  internalDeliveryRoutes,
+  internalNotificationRoutes,
+  notificationRoutes,
+  notificationsPlugin,
+} from './domains/notifications/plugin.js';
+import { createPushChannel } from './domains/push/channel.js';
+import { createMessengerChannel } from './domains/messenger/channel.js';
+import { createFloodControl } from './domains/messenger/flood.js';
+import type { NotificationChannel } from './domains/notifications/types.js';
 import { alertRoutes } from './domains/alerts/plugin.js';
 import { pushRoutes } from './domains/push/plugin.js';
 import { leaderboardRoutes } from './domains/leaderboard/plugin.js';
@@ -60,6 +67,10 @@ export interface BuildOverrides {
   realtime?: Partial<RealtimeOptions>;
   /** Hot-market registry, lease and venue-socket timings (tests shrink them); defaults meet docs/decisions.md §11.2. */
   hotMarkets?: HotMarketsPluginOptions;
+  /** Telegram's gap between two messages to one chat (tests of other behaviour shrink it). */
+  messengerChatGapMs?: number;
+  /** Replace the notify path's delivery channels (tests: shorter provider timeouts). */
+  deliveryChannels?: NotificationChannel[];
   /** Overload thresholds (tests force the refusal path with them). */
   overload?: OverloadOptions;
   /** Venue client options (tests raise the request budgets so they run fast). */
@@ -205,7 +216,18 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
 
   // The notify path's out-of-app delivery channels, in delivery order: the
   // notifications domain knows none by name. Routes and jobs share this state.
-  await app.register(notificationsPlugin, { channels: [pushChannel, messengerChannel] });
+  // Telegram flood control is one per app, shared by notifications and command replies
+  // (docs/decisions.md §13.3), across instances through Redis when it is set.
+  const flood = createFloodControl({
+    redis: app.redisClient,
+    keyPrefix: app.keyPrefix,
+    botId: config.MESSENGER_BOT_TOKEN?.split(':')[0] ?? 'none',
+    perSecond: config.MESSENGER_MAX_PER_SECOND,
+    chatGapMs: overrides.messengerChatGapMs,
+  });
+  await app.register(notificationsPlugin, {
+    channels: overrides.deliveryChannels ?? [createPushChannel(), createMessengerChannel(flood)],
+  });
 
   // Domains, each under its /api/v1 prefix
   await app.register(healthRoutes);
@@ -215,7 +237,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   await app.register(alertRoutes, { prefix: '/api/v1/alerts' });
   await app.register(pushRoutes, { prefix: '/api/v1/push' });
   await app.register(leaderboardRoutes, { prefix: '/api/v1/leaderboard' });
-  await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot' });
+  await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot', flood });
 
   // docs/decisions.md §11.2: before realtime, so it sees the Socket.IO rooms from the first socket on.
   await app.register(hotMarketsPlugin, overrides.hotMarkets ?? {});
@@ -230,6 +252,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     // docs/decisions.md §6: the whole /api/v1/internal tree is 404 while the token is unset.
     await app.register(jobRoutes, { prefix: '/api/v1/internal' });
     await app.register(internalNotificationRoutes, { prefix: '/api/v1/internal' });
+    await app.register(internalDeliveryRoutes, { prefix: '/api/v1/internal' });
     await app.register(internalAuthRoutes, { prefix: '/api/v1/internal' });
   }
 

@@ -205,6 +205,12 @@ const EnvSchema = z
         .optional(),
     ),
     MESSENGER_BOT_USERNAME: optionalString,
+    // docs/decisions.md §13.3: messages per second per bot (Telegram's limit for bulk messages is 25;
+    // a bot with paid broadcasts may go higher).
+    MESSENGER_MAX_PER_SECOND: z.preprocess(
+      emptyToUndefined,
+      z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(1).max(1000, 'must be at most 1000').default(25),
+    ),
     INTERNAL_API_TOKEN: z.preprocess(emptyToUndefined, z.string().min(16, 'INTERNAL_API_TOKEN must be at least 16 characters').optional()),
     REFRESH_REUSE_GRACE_SECONDS: z.preprocess(
       emptyToUndefined,

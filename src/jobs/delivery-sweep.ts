@@ -12,6 +12,13 @@ export const deliverySweepJob: JobDefinition = {
   schedule: '*/15 * * * * *',
   run: async (deps) => {
     const r = await sweepDeliveries(deps);
+    // docs/decisions.md §13.2: a paused channel makes the run fail, naming why (InvalidCredentials).
+    const paused = Object.entries(r.paused);
+    if (paused.length > 0) {
+      throw new Error(
+        `delivery paused: ${paused.map(([c, why]) => `${c} (${why})`).join(', ')}; resume with POST /api/v1/internal/deliveries/resume`,
+      );
+    }
     return { items: r.claimed + r.pruned };
   },
 };

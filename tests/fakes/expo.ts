@@ -7,7 +7,12 @@ import { startFakeServer, type FakeServer } from './server.js';
  *  POST /--/api/v2/push/send         body: message or array of ≤ 100 → { data: tickets[] } in order
  *  POST /--/api/v2/push/getReceipts  body: { ids } → { data: { [id]: receipt } } (unknown ids omitted)
  * Tokens in `unregistered` get a DeviceNotRegistered ticket; tokens in
- * `failOnReceipt` get an ok ticket whose receipt says DeviceNotRegistered.
+ * `failOnReceipt` get an ok ticket whose receipt says DeviceNotRegistered;
+ * `ticketErrors` gives a token any other ticket error (MessageTooBig,
+ * MessageRateExceeded, InvalidCredentials, …). `faults` makes a share of the
+ * send requests answer 5xx or hang (a timeout on the caller's side); neither
+ * accepts its messages. Every accepted message is recorded with its time, and
+ * the most send requests ever in flight at once is kept (docs/decisions.md §13.2).
  */
 export interface SentMessage {
   to: string;
@@ -16,8 +21,25 @@ export interface SentMessage {
   data?: Record<string, unknown>;
 }
 
+export interface ExpoFaults {
+  /** Share of send requests answered 500–503 (0–1). */
+  serverErrorRate?: number;
+  /** Share of send requests that hang `hangMs` and then answer 504. */
+  timeoutRate?: number;
+  hangMs?: number;
+  /** Every send request takes this long to answer (so requests overlap). */
+  latencyMs?: number;
+}
+
 export interface FakeExpo {
   server: FakeServer;
+  /** Every accepted message with its acceptance time (Date.now()). */
+  accepted: Array<{ to: string; notificationId: unknown; at: number }>;
+  /** Per-token ticket errors: token → Expo error code. */
+  ticketErrors: Map<string, string>;
+  faults: ExpoFaults;
+  /** Send requests in flight now, and the most at once. */
+  inFlight: { now: number; peak: number };
   url: string;
   /** Every message accepted by /send, in order. */
   messages: SentMessage[];
@@ -42,6 +64,10 @@ export async function startFakeExpo(): Promise<FakeExpo> {
     failOnReceipt: new Set<string>(),
     tickets: new Map<string, string>(),
     pending: new Set<string>(),
+    accepted: [] as Array<{ to: string; notificationId: unknown; at: number }>,
+    ticketErrors: new Map<string, string>(),
+    faults: {} as ExpoFaults,
+    inFlight: { now: 0, peak: 0 },
   };
   const tooMany = (n: number) => ({
     status: 400,
@@ -52,7 +78,28 @@ export async function startFakeExpo(): Promise<FakeExpo> {
     },
   });
 
-  server.on('POST', '/--/api/v2/push/send', (req) => {
+  server.on('POST', '/--/api/v2/push/send', async (req) => {
+    state.inFlight.now++;
+    state.inFlight.peak = Math.max(state.inFlight.peak, state.inFlight.now);
+    try {
+      return await send(req);
+    } finally {
+      state.inFlight.now--;
+    }
+  });
+  const send = async (req: { body: unknown }) => {
+    // Every request waits a turn, so requests sent together overlap here as they would at Expo.
+    await new Promise((r) => setImmediate(r));
+    const f = state.faults;
+    if (f.latencyMs) await new Promise((r) => setTimeout(r, f.latencyMs));
+    const roll = Math.random();
+    if (f.serverErrorRate && roll < f.serverErrorRate) {
+      return { status: 500 + Math.floor(Math.random() * 4), body: { errors: [{ code: 'INTERNAL_SERVER_ERROR', message: 'fault' }] } };
+    }
+    if (f.timeoutRate && roll < (f.serverErrorRate ?? 0) + f.timeoutRate) {
+      await new Promise((r) => setTimeout(r, f.hangMs ?? 15_000));
+      return { status: 504, body: { errors: [{ code: 'GATEWAY_TIMEOUT', message: 'fault' }] } };
+    }
     const list = (Array.isArray(req.body) ? req.body : [req.body]) as SentMessage[];
     if (list.length > 100) return tooMany(list.length);
     if (list.some((m) => !m || typeof m.to !== 'string')) {
@@ -68,12 +115,15 @@ export async function startFakeExpo(): Promise<FakeExpo> {
           details: { error: 'DeviceNotRegistered', expoPushToken: m.to },
         };
       }
+      const code = state.ticketErrors.get(m.to);
+      if (code) return { status: 'error', message: `fake ${code}`, details: { error: code } };
       const id = randomUUID();
       state.tickets.set(id, m.to);
+      state.accepted.push({ to: m.to, notificationId: m.data?.notificationId, at: Date.now() });
       return { status: 'ok', id };
     });
     return { body: { data } };
-  });
+  };
 
   server.on('POST', '/--/api/v2/push/getReceipts', (req) => {
     const ids = ((req.body as { ids?: unknown })?.ids ?? []) as string[];
@@ -105,6 +155,10 @@ export async function startFakeExpo(): Promise<FakeExpo> {
       state.failOnReceipt.clear();
       state.tickets.clear();
       state.pending.clear();
+      state.accepted.length = 0;
+      state.ticketErrors.clear();
+      for (const k of Object.keys(state.faults)) delete state.faults[k as keyof ExpoFaults];
+      state.inFlight.peak = state.inFlight.now;
     },
     close: () => server.close(),
   };

@@ -1,44 +1,38 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { randomUUID } from 'node:crypto';
+import { and, eq } from 'drizzle-orm';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeServer } from '../fakes/server.js';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram.js';
 import { messengerBindings } from '../../drizzle/messenger.js';
-import { pushPreferences } from '../../drizzle/push.js';
-import { messengerChannel } from '../../src/domains/messenger/channel.js';
+import { notificationDeliveries, pushPreferences } from '../../drizzle/index.js';
 import { testConfig } from '../../src/config.js';
-import type { ServiceDeps } from '../../src/lib/deps.js';
-import type { NotificationType, StoredNotification } from '../../src/domains/notifications/types.js';
-import { bindingOf, createUser } from './helpers.js';
+import { drainDeliveries, processDueDeliveries } from '../../src/domains/notifications/delivery.js';
+import { notify, type NotifyDeps } from '../../src/domains/notifications/service.js';
+import type { NotificationType } from '../../src/domains/notifications/types.js';
+import { CHAT_GAP_MS } from '../../src/domains/messenger/flood.js';
+import { BOT_USERNAME, bindingOf, createUser, postUpdate, textUpdate, WEBHOOK_SECRET } from './helpers.js';
 
+// docs/decisions.md §13.3: the messenger leg of the delivery ledger, against the fake Bot API.
 let t: TestApp;
 let tg: FakeTelegram;
-let deps: ServiceDeps;
-let nextChat = 700_000_000;
+let deps: NotifyDeps;
+let nextChat = 700_000_000 + Math.floor(Math.random() * 1_000_000) * 100;
 
 beforeAll(async () => {
   tg = await startFakeTelegram();
-  t = await buildTestApp({ MESSENGER_API_URL: tg.url, MESSENGER_BOT_TOKEN: tg.token });
-  deps = { db: t.app.db, config: t.app.config, log: t.app.log, clock: () => new Date() };
+  t = await buildTestApp({
+    MESSENGER_API_URL: tg.url,
+    MESSENGER_BOT_TOKEN: tg.token,
+    MESSENGER_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    MESSENGER_BOT_USERNAME: BOT_USERNAME,
+  });
+  deps = { db: t.app.db, config: t.app.config, log: t.app.log, clock: t.app.clock, publish: t.app.publish, delivery: t.app.delivery };
 });
 afterAll(async () => {
   await t?.close();
   await tg?.close();
 });
 beforeEach(() => tg.reset());
-
-function notification(userId: string, type: NotificationType = 'order_filled'): StoredNotification {
-  return {
-    id: randomUUID(),
-    userId,
-    type,
-    title: 'Order filled',
-    message: 'Your order for 10 YES at 0.42 was filled.',
-    read: false,
-    data: { orderId: 'o-1', marketId: 'm-1' },
-    createdAt: new Date(),
-  };
-}
 
 /** A user bound to a chat (ids above 2^32, as Telegram's can be). */
 async function boundUser() {
@@ -54,18 +48,34 @@ async function boundUser() {
   return { user, chatId };
 }
 
-describe('messengerChannel.deliver', () => {
-  it('sends title and message to the bound chat', async () => {
+const send = async (userId: string, type: NotificationType = 'order_filled', d: NotifyDeps = deps) => {
+  const n = await notify(d, { userId, type, title: 'Order filled', message: `Your order ${Math.random()} was filled.` });
+  await drainDeliveries(d.delivery);
+  return n;
+};
+const rowOf = async (notificationId: string) => {
+  const [r] = await t.app.db
+    .select()
+    .from(notificationDeliveries)
+    .where(and(eq(notificationDeliveries.notificationId, notificationId), eq(notificationDeliveries.channel, 'messenger')));
+  return r;
+};
+/** Flood control runs on the real clock (Telegram's): a resend to the same chat waits out its second. */
+const chatQuiet = () => new Promise((r) => setTimeout(r, CHAT_GAP_MS));
+const at = (ms: number): NotifyDeps => ({ ...deps, clock: () => new Date(Date.now() + ms) });
+
+describe('the messenger ledger rows', () => {
+  it('one row per notification for the bound chat; sent with title and message', async () => {
     const { user, chatId } = await boundUser();
-    const n = notification(user.id);
-    expect(messengerChannel.name).toBe('messenger');
-    expect(await messengerChannel.deliver(deps, n)).toBe('sent');
+    const n = await send(user.id);
+    expect(await rowOf(n.id)).toMatchObject({ status: 'sent', attempts: 1, targetKind: 'chat', target: String(chatId) });
     expect(tg.sent).toEqual([{ chat_id: chatId, text: `${n.title}\n${n.message}` }]);
   });
 
-  it('no binding → skipped, nothing sent', async () => {
+  it('no binding → no row, nothing sent', async () => {
     const user = await createUser(t.app);
-    expect(await messengerChannel.deliver(deps, notification(user.id))).toBe('skipped');
+    const n = await send(user.id);
+    expect(await rowOf(n.id)).toBeUndefined();
     expect(tg.attempts).toHaveLength(0);
   });
 
@@ -74,69 +84,157 @@ describe('messengerChannel.deliver', () => {
     await t.app.db
       .insert(pushPreferences)
       .values({ userId: user.id, enabled: false, types: { order_filled: false, mission_completed: true } });
-    expect(await messengerChannel.deliver(deps, notification(user.id, 'order_filled'))).toBe('skipped');
+    const off = await send(user.id, 'order_filled');
+    expect(await rowOf(off.id)).toMatchObject({ status: 'skipped', lastError: 'preferences' });
     expect(tg.attempts).toHaveLength(0);
-    expect(await messengerChannel.deliver(deps, notification(user.id, 'mission_completed'))).toBe('sent');
     // Types not named default to allowed; `enabled` governs mobile push only.
-    expect(await messengerChannel.deliver(deps, notification(user.id, 'price_alert_triggered'))).toBe('sent');
-    expect(tg.sent).toHaveLength(2);
+    expect(await rowOf((await send(user.id, 'mission_completed', at(2_000))).id)).toMatchObject({ status: 'sent' });
   });
 
-  it('Telegram 403 (bot blocked) → the binding is removed and the outcome is skipped', async () => {
+  it('403 (bot blocked) → the binding is removed and the row is skipped', async () => {
     const { user, chatId } = await boundUser();
     const other = await boundUser();
     tg.block(chatId);
-    expect(await messengerChannel.deliver(deps, notification(user.id))).toBe('skipped');
+    const n = await send(user.id);
+    expect(await rowOf(n.id)).toMatchObject({ status: 'skipped' });
+    expect((await rowOf(n.id)).lastError).toMatch(/chat unbound.*403/);
     expect(tg.attempts).toHaveLength(1);
     expect(await bindingOf(t.app, user.id)).toBeUndefined();
     expect(await bindingOf(t.app, other.user.id)).toBeDefined();
-    // Nothing left to deliver to afterwards.
-    expect(await messengerChannel.deliver(deps, notification(user.id))).toBe('skipped');
-    expect(tg.attempts).toHaveLength(1);
   });
 
-  it('429 and 5xx throw (the outbox retries) and keep the binding', async () => {
+  it('429 holds the chat for retry_after in the ledger (every pending row of it), then delivers', async () => {
+    const { user, chatId } = await boundUser();
+    tg.floodNext(1, 30);
+    const n = await send(user.id);
+    const row = await rowOf(n.id);
+    expect(row).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(row.lastError).toMatch(/429/);
+    expect(row.nextAttemptAt.getTime()).toBeGreaterThanOrEqual(Date.now() + 29_000);
+    // A second notification to the same chat waits for the hold too (it is not due before it).
+    const second = await notify(deps, { userId: user.id, type: 'order_filled', title: 'Second', message: 'm' });
+    await drainDeliveries(t.app.delivery);
+    const held = await rowOf(second.id);
+    expect(held).toMatchObject({ status: 'pending', attempts: 0 });
+    expect(held.nextAttemptAt.getTime()).toBeGreaterThanOrEqual(Date.now() + 29_000);
+    expect(tg.sent).toHaveLength(0);
+    // Not due 10 s later; due after the hold.
+    expect((await processDueDeliveries(at(10_000), { notificationIds: [n.id] })).claimed).toBe(0);
+    await chatQuiet();
+    expect(await processDueDeliveries(at(31_000), { notificationIds: [n.id] })).toMatchObject({ claimed: 1, sent: 1 });
+    expect(tg.sent.map((m) => m.chat_id)).toEqual([chatId]);
+    expect(tg.violations).toEqual([]);
+    expect(await bindingOf(t.app, user.id)).toBeDefined();
+  });
+
+  it('5xx and an unreachable Telegram are retried with backoff; errors never carry the bot token', async () => {
     const { user } = await boundUser();
-    tg.floodNext(1);
-    await expect(messengerChannel.deliver(deps, notification(user.id))).rejects.toMatchObject({
-      name: 'TelegramApiError',
-      errorCode: 429,
-      retryAfter: 1,
-    });
     tg.server.failNext(1, 502, { ok: false, error_code: 502, description: 'Bad Gateway' });
-    await expect(messengerChannel.deliver(deps, notification(user.id))).rejects.toMatchObject({ errorCode: 502 });
-    expect(await bindingOf(t.app, user.id)).toBeDefined();
-    // One attempt per delivery: the outbox owns the backoff.
-    expect(tg.server.requests).toHaveLength(2);
-    expect(await messengerChannel.deliver(deps, notification(user.id))).toBe('sent');
+    const n = await send(user.id);
+    expect(await rowOf(n.id)).toMatchObject({ status: 'pending', attempts: 1 });
+    await chatQuiet();
+    expect(await processDueDeliveries(at(30 * 60_000), { notificationIds: [n.id] })).toMatchObject({ sent: 1 });
+
+    const other = await boundUser();
+    const dead = await startFakeServer();
+    await dead.close();
+    const offline: NotifyDeps = { ...deps, config: testConfig({ MESSENGER_API_URL: dead.url, MESSENGER_BOT_TOKEN: tg.token }) };
+    const m = await send(other.user.id, 'order_filled', offline);
+    const row = await rowOf(m.id);
+    expect(row).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(row.lastError).not.toContain(tg.token);
+    expect(row.lastError).toMatch(/unreachable/);
   });
 
-  it('an unreachable Telegram throws; the error never carries the bot token', async () => {
-    const { user } = await boundUser();
-    const dead = await startFakeServer();
-    const url = dead.url;
-    await dead.close();
-    const offline: ServiceDeps = { ...deps, config: testConfig({ MESSENGER_API_URL: url, MESSENGER_BOT_TOKEN: tg.token }) };
-    const err = await messengerChannel.deliver(offline, notification(user.id)).then(
-      () => undefined,
-      (e: Error) => e,
-    );
-    expect(err).toBeInstanceOf(Error);
-    expect(err!.message).not.toContain(tg.token);
-    expect(await bindingOf(t.app, user.id)).toBeDefined();
+  it('400 with migrate_to_chat_id moves the binding and resends once at once; a second migration fails the row', async () => {
+    const { user, chatId } = await boundUser();
+    const to = -(1_000_000_000_000 + ++nextChat);
+    tg.migrate(chatId, to);
+    const n = await send(user.id);
+    const row = await rowOf(n.id);
+    expect(row).toMatchObject({ status: 'pending', target: String(to) });
+    expect(row.nextAttemptAt.getTime()).toBeLessThanOrEqual(Date.now() + 60_000);
+    expect((await bindingOf(t.app, user.id))?.chatId).toBe(BigInt(to));
+    expect(await processDueDeliveries(at(1_500), { notificationIds: [n.id] })).toMatchObject({ sent: 1 });
+    expect(tg.sent.map((m) => m.chat_id)).toEqual([to]);
+
+    // The new chat migrates again: resent once only, then a dead letter.
+    const again = await boundUser();
+    const first = -(1_000_000_000_000 + ++nextChat);
+    const second = -(1_000_000_000_000 + ++nextChat);
+    tg.migrate(again.chatId, first);
+    tg.migrate(first, second);
+    const m = await send(again.user.id);
+    await processDueDeliveries(at(1_500), { notificationIds: [m.id] });
+    expect(await rowOf(m.id)).toMatchObject({ status: 'failed', target: String(first) });
+  });
+
+  it('any other 400 is failed at once', async () => {
+    const { user, chatId } = await boundUser();
+    tg.reject(chatId, 'message text is malformed');
+    const n = await send(user.id);
+    expect(await rowOf(n.id)).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(tg.attempts).toHaveLength(1);
   });
 
   it('long messages are cut to Telegram’s 4096 characters', async () => {
     const { user } = await boundUser();
-    const n = { ...notification(user.id), message: 'm'.repeat(5000) };
-    expect(await messengerChannel.deliver(deps, n)).toBe('sent');
+    await notify(deps, { userId: user.id, type: 'order_filled', title: 'Long', message: 'm'.repeat(5000) });
+    await drainDeliveries(t.app.delivery);
     expect(tg.sent[0].text.length).toBe(4096);
   });
 
   it('no bot token configured → skipped without a call', async () => {
     const { user } = await boundUser();
-    const noBot: ServiceDeps = { ...deps, config: testConfig({ MESSENGER_API_URL: tg.url }) };
-    expect(await messengerChannel.deliver(noBot, notification(user.id))).toBe('skipped');
+    const noBot: NotifyDeps = { ...deps, config: testConfig({ MESSENGER_API_URL: tg.url }) };
+    const n = await send(user.id, 'order_filled', noBot);
+    expect(await rowOf(n.id)).toMatchObject({ status: 'skipped', lastError: 'MESSENGER_BOT_TOKEN is unset' });
     expect(tg.attempts).toHaveLength(0);
+  });
+});
+
+describe('flood control', () => {
+  it('one message per second per chat: the rest wait in the ledger (not attempted), and all arrive', async () => {
+    const { user, chatId } = await boundUser();
+    const ns = [];
+    for (let i = 0; i < 3; i++) ns.push(await notify(deps, { userId: user.id, type: 'order_filled', title: `F${i}`, message: 'm' }));
+    await drainDeliveries(t.app.delivery);
+    const rows = await Promise.all(ns.map((n) => rowOf(n.id)));
+    expect(rows.filter((r) => r.status === 'sent')).toHaveLength(1);
+    // Deferred rows were not attempted.
+    expect(rows.filter((r) => r.status === 'pending').map((r) => r.attempts)).toEqual([0, 0]);
+    const deadline = Date.now() + 10_000;
+    while (tg.sent.length < 3 && Date.now() < deadline) {
+      await processDueDeliveries(deps, { notificationIds: ns.map((n) => n.id) });
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(tg.sent.map((m) => m.chat_id)).toEqual([chatId, chatId, chatId]);
+    expect(tg.violations).toEqual([]);
+  });
+
+  it('the bot never sends more than its per-second budget', async () => {
+    const users = await Promise.all(Array.from({ length: 40 }, () => boundUser()));
+    tg.botLimit = 25;
+    for (const { user } of users) await notify(deps, { userId: user.id, type: 'order_filled', title: 'Bulk', message: 'm' });
+    await drainDeliveries(t.app.delivery);
+    const deadline = Date.now() + 15_000;
+    while (tg.sent.length < 40 && Date.now() < deadline) {
+      await processDueDeliveries(deps);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(tg.sent).toHaveLength(40);
+    expect(tg.violations).toEqual([]);
+  });
+
+  it('command replies share the chat’s budget with notifications', async () => {
+    const { user, chatId } = await boundUser();
+    await notify(deps, { userId: user.id, type: 'order_filled', title: 'Before the command', message: 'm' });
+    await drainDeliveries(t.app.delivery);
+    // Two commands right after a notification: each reply waits for the chat's next second.
+    for (const cmd of ['/status', '/help']) expect((await postUpdate(t.app, textUpdate(chatId, cmd))).statusCode).toBe(200);
+    const deadline = Date.now() + 10_000;
+    while (tg.sent.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(tg.sent.map((m) => m.chat_id)).toEqual([chatId, chatId, chatId]);
+    expect(tg.violations).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { and, eq, sql } from 'drizzle-orm';
-import { notificationDeliveries, notifications } from '../../drizzle/index.js';
+import { notificationDeliveries, notifications, pushDevices } from '../../drizzle/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeExpo, type FakeExpo } from '../fakes/expo.js';
 import { notify, type NotifyDeps } from '../../src/domains/notifications/service.js';
@@ -89,15 +89,24 @@ describe('notify()', () => {
     });
   });
 
-  it('writes one outbox row per delivery channel, settled without the caller waiting', async () => {
+  it('writes one ledger row per device and chat, settled without the caller waiting', async () => {
     const u = await createUser(t.app);
+    await t.app.db.insert(pushDevices).values([
+      { token: `ExponentPushToken[ledger-a-${u.id}]`, userId: u.id, platform: 'ios' },
+      { token: `ExponentPushToken[ledger-b-${u.id}]`, userId: u.id, platform: 'android' },
+    ]);
     const n = await notify(deps, { userId: u.id, type: 'mission_completed', title: 'Mission', message: 'Done' });
     const rows = await t.app.db.select().from(notificationDeliveries).where(eq(notificationDeliveries.notificationId, n.id));
-    expect(rows.map((r) => r.channel).sort()).toEqual(t.app.delivery.channels.map((c) => c.name).sort());
+    // Two devices, no chat bound: two push rows, no messenger row.
+    expect(rows.map((r) => [r.channel, r.targetKind, r.target, r.userId]).sort()).toEqual([
+      ['push', 'device', `ExponentPushToken[ledger-a-${u.id}]`, u.id],
+      ['push', 'device', `ExponentPushToken[ledger-b-${u.id}]`, u.id],
+    ]);
     await drainDeliveries(t.app.delivery);
     const after = await t.app.db.select().from(notificationDeliveries).where(eq(notificationDeliveries.notificationId, n.id));
-    // No device registered: push has nothing to deliver.
-    expect(after.find((r) => r.channel === 'push')?.status).toBe('skipped');
+    expect(after.map((r) => r.status)).toEqual(['sent', 'sent']);
+    const none = await notify(deps, { userId: (await createUser(t.app)).id, type: 'mission_completed', title: 'M', message: 'D' });
+    expect(await t.app.db.select().from(notificationDeliveries).where(eq(notificationDeliveries.notificationId, none.id))).toEqual([]);
   });
 });
 
@@ -106,23 +115,26 @@ describe('delivery channels are injected', () => {
     expect(t.app.delivery.channels.map((c) => c.name)).toEqual(['push', 'messenger']);
   });
 
-  it('notify writes outbox rows for, and delivers through, exactly the channels it is given', async () => {
+  it('notify writes ledger rows for, and delivers through, exactly the channels it is given', async () => {
     const u = await createUser(t.app);
     const seen: Array<[string, StoredNotification]> = [];
+    // Every user has one target on each fake channel: the user id itself.
     const fake = (name: string, outcome: 'sent' | 'skipped'): NotificationChannel => ({
       name,
-      deliver: async (_deps, n) => {
-        seen.push([name, n]);
-        return outcome;
+      targetKind: 'device',
+      targets: sql`select id as user_id, id::text as target from users`,
+      deliver: async (ctx, rows) => {
+        for (const r of rows) seen.push([name, r.notification]);
+        await ctx.settle(rows.map((r) => [r, outcome === 'sent' ? { status: 'sent' } : { status: 'skipped', reason: 'fake' }]));
       },
     });
     const delivery = createDeliveryState([fake('carrier-pigeon', 'sent'), fake('smoke-signal', 'skipped')]);
     const n = await notify({ ...deps, delivery }, { userId: u.id, type: 'order_filled', title: 'Injected', message: 'm' });
     await drainDeliveries(delivery);
     const rows = await t.app.db.select().from(notificationDeliveries).where(eq(notificationDeliveries.notificationId, n.id));
-    expect(rows.map((r) => [r.channel, r.status]).sort()).toEqual([
-      ['carrier-pigeon', 'sent'],
-      ['smoke-signal', 'skipped'],
+    expect(rows.map((r) => [r.channel, r.status, r.target]).sort()).toEqual([
+      ['carrier-pigeon', 'sent', u.id],
+      ['smoke-signal', 'skipped', u.id],
     ]);
     expect(seen.map(([name, x]) => [name, x.id, x.title]).sort()).toEqual([
       ['carrier-pigeon', n.id, 'Injected'],

@@ -4,7 +4,7 @@ import { notificationDeliveries, notifications, pushDevices, pushTickets } from 
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeExpo, type FakeExpo } from '../fakes/expo.js';
 import { notify, type NotifyDeps } from '../../src/domains/notifications/service.js';
-import { drainDeliveries, MAX_ATTEMPTS, processDueDeliveries } from '../../src/domains/notifications/delivery.js';
+import { drainDeliveries, processDueDeliveries } from '../../src/domains/notifications/delivery.js';
 import { checkPushReceipts } from '../../src/domains/push/service.js';
 import { NOTIFICATION_TYPES } from '../../src/domains/notifications/types.js';
 import { createUser, expectProblemShape } from '../notifications/fixtures.js';
@@ -203,7 +203,11 @@ describe('Expo delivery', () => {
     await register(u.auth, { token: 'ExponentPushToken[alive]', platform: 'ios' });
     expo.unregistered.add('ExponentPushToken[gone-ticket]');
     const n = await notifyAndSettle(u.id);
-    expect((await deliveryOf(n.id)).status).toBe('sent');
+    const rows = await t.app.db.select().from(notificationDeliveries).where(eq(notificationDeliveries.notificationId, n.id));
+    expect(rows.map((r) => [r.target, r.status]).sort()).toEqual([
+      ['ExponentPushToken[alive]', 'sent'],
+      ['ExponentPushToken[gone-ticket]', 'skipped'],
+    ]);
     expect((await devicesOf(u.id)).map((d) => d.token)).toEqual(['ExponentPushToken[alive]']);
   });
 
@@ -263,15 +267,18 @@ describe('Expo delivery', () => {
     expect((await processDueDeliveries(later(2 * 60 * 60_000), { notificationIds: [n.id] })).claimed).toBe(0);
   });
 
-  it('retries are bounded: after MAX_ATTEMPTS the delivery is failed and the notification kept', async () => {
+  it('retries end 1 h after the notification (docs/decisions.md §13.2): then failed, the notification kept', async () => {
     const u = await createUser(t.app);
     await register(u.auth, { token: 'ExponentPushToken[never]', platform: 'ios' });
     expo.server.down(true, 500);
     const n = await notifyAndSettle(u.id);
-    for (let i = 2; i <= MAX_ATTEMPTS + 2; i++) {
-      await processDueDeliveries(later(i * 24 * 60 * 60_000), { notificationIds: [n.id] });
+    for (let minutes = 10; minutes <= 70; minutes += 10) {
+      await processDueDeliveries(later(minutes * 60_000), { notificationIds: [n.id] });
     }
-    expect(await deliveryOf(n.id)).toMatchObject({ status: 'failed', attempts: MAX_ATTEMPTS });
+    const row = await deliveryOf(n.id);
+    expect(row).toMatchObject({ status: 'failed' });
+    expect(row.attempts).toBeGreaterThan(2);
+    expect(row.lastError).toMatch(/500.*retries ended 1 h after the notification/);
     const [stored] = await t.app.db.select().from(notifications).where(eq(notifications.id, n.id));
     expect(stored.id).toBe(n.id);
     expo.server.down(false);

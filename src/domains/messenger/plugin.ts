@@ -4,13 +4,14 @@ import { z } from 'zod';
 import { problemResponses } from '../../errors.js';
 import { LinkCodeSchema, LinkStatusSchema, WEBHOOK_BODY_LIMIT, WebhookBodySchema, WebhookResponseSchema } from './schemas.js';
 import type { ServiceDeps } from '../../lib/deps.js';
+import type { FloodControl } from './flood.js';
 import { checkWebhookSecret, getLinkStatus, handleUpdate, issueLinkCode, sendReplies, unlinkUser } from './service.js';
 
 /** How long the webhook waits for its replies before answering anyway (they still go out). */
 const REPLY_WAIT_MS = 2_000;
 
 /** /api/v1/messenger-bot: the Telegram webhook and account linking (docs/api-contract.md §4.2, docs/decisions.md §7). */
-export const messengerRoutes: FastifyPluginAsyncZod = async (app) => {
+export const messengerRoutes: FastifyPluginAsyncZod<{ flood: FloodControl }> = async (app, opts) => {
   const deps = (log = app.log): ServiceDeps => ({ db: app.db, config: app.config, log, clock: app.clock });
 
   // Replies go out after the webhook has answered; shutdown waits for them.
@@ -50,7 +51,7 @@ export const messengerRoutes: FastifyPluginAsyncZod = async (app) => {
       const d = deps(request.log);
       const { replies } = await handleUpdate(d, request.body);
       if (replies.length > 0) {
-        const p = sendReplies(d, replies).finally(() => pending.delete(p));
+        const p = sendReplies({ ...d, flood: opts.flood }, replies).finally(() => pending.delete(p));
         pending.add(p);
         // Usually the reply is out before we answer; a slow Telegram only delays the answer by REPLY_WAIT_MS.
         const timer = new AbortController();

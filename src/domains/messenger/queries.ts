@@ -145,6 +145,16 @@ export async function deleteBindingIfChat(db: DbOrTx, userId: string, chatId: bi
   return rows.length > 0;
 }
 
+/** docs/decisions.md §13.3: the chat became a supergroup; the binding follows it (only if it still points at the old chat). */
+export async function moveBindingChat(db: DbOrTx, userId: string, from: bigint, to: bigint): Promise<boolean> {
+  const rows = await db
+    .update(messengerBindings)
+    .set({ chatId: to })
+    .where(and(eq(messengerBindings.userId, userId), eq(messengerBindings.chatId, from)))
+    .returning({ userId: messengerBindings.userId });
+  return rows.length > 0;
+}
+
 /**
  * Where a user's notification goes, with their per-type opt-outs
  * (push_preferences.types; no row = everything allowed), in one query.

@@ -19,6 +19,7 @@ import {
   type BindingWithWallet,
 } from './queries.js';
 import { LINK_CODE_TTL_MS, TelegramUpdateSchema, UpdateIdSchema, type LinkStatus, type TelegramUpdate } from './schemas.js';
+import type { FloodControl } from './flood.js';
 import { sendMessage } from './telegram.js';
 
 /** A message to send once the update's transaction has committed. */
@@ -196,21 +197,32 @@ function statusText(b: BindingWithWallet): string {
   return `This chat is linked to ${describeWallet(b)}${since}.`;
 }
 
+/** How long a reply may wait for its flood-control slot before it is dropped. */
+export const REPLY_MAX_WAIT_MS = 5_000;
+
 /**
  * Sends replies after the commit. Never rejects: a failed reply is logged,
  * the update stays processed (a reply is a courtesy; the state is in the DB).
  */
-export async function sendReplies(deps: ServiceDeps, replies: Reply[]): Promise<void> {
+export async function sendReplies(deps: ServiceDeps & { flood: FloodControl }, replies: Reply[]): Promise<void> {
   if (replies.length === 0) return;
   if (!deps.config.MESSENGER_BOT_TOKEN) {
     deps.log.warn('messenger: MESSENGER_BOT_TOKEN is unset, bot replies are not sent');
     return;
   }
   for (const r of replies) {
+    // docs/decisions.md §13.3: replies share the bot's and the chat's budget with notifications.
+    const slot = await deps.flood.acquire(r.chatId.toString(), { maxWaitMs: REPLY_MAX_WAIT_MS });
+    if (!slot.ok) {
+      deps.log.warn('messenger: reply dropped, the chat or the bot is at its Telegram rate limit');
+      continue;
+    }
     try {
-      await sendMessage(deps.config, r.chatId, r.text, { attempts: 2, timeoutMs: 5_000 });
+      await sendMessage(deps.config, r.chatId, r.text, { attempts: 1, timeoutMs: 5_000 });
     } catch (err) {
       deps.log.warn({ err: { message: (err as Error).message } }, 'messenger: reply could not be sent');
+    } finally {
+      await slot.done().catch(() => {});
     }
   }
 }

@@ -26,6 +26,8 @@ export class TelegramApiError extends Error {
     public readonly errorCode: number | undefined,
     public readonly description: string | undefined,
     public readonly retryAfter: number | undefined,
+    /** docs/decisions.md §13.3: the group became a supergroup with this id. */
+    public readonly migrateToChatId?: number,
   ) {
     super(message);
     this.name = 'TelegramApiError';
@@ -50,7 +52,7 @@ interface BotApiResponse<T> {
   result?: T;
   error_code?: number;
   description?: string;
-  parameters?: { retry_after?: number };
+  parameters?: { retry_after?: number; migrate_to_chat_id?: number };
 }
 
 export interface SendOptions {
@@ -88,6 +90,7 @@ export async function callBotApi<T>(config: TelegramConfig, method: string, para
       typeof body.error_code === 'number' ? body.error_code : err.status,
       typeof body.description === 'string' ? body.description : undefined,
       typeof body.parameters?.retry_after === 'number' ? body.parameters.retry_after : undefined,
+      typeof body.parameters?.migrate_to_chat_id === 'number' ? body.parameters.migrate_to_chat_id : undefined,
     );
   }
   if (!res || res.ok !== true) {
@@ -97,6 +100,7 @@ export async function callBotApi<T>(config: TelegramConfig, method: string, para
       res?.error_code,
       res?.description,
       res?.parameters?.retry_after,
+      res?.parameters?.migrate_to_chat_id,
     );
   }
   return res.result as T;

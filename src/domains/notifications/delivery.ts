@@ -1,47 +1,64 @@
+import { createHash } from 'node:crypto';
 import { inArray, sql } from 'drizzle-orm';
+import type { Redis } from 'ioredis';
 import { notifications } from '../../../drizzle/index.js';
 import { rows, type Db, type DbOrTx } from '../../db/index.js';
+import type { Config } from '../../config.js';
 import type { ServiceDeps } from '../../lib/deps.js';
-import type { NotificationChannel, NotificationType, StoredNotification } from './types.js';
+import type {
+  ClaimedDelivery,
+  DeliveryContext,
+  DeliveryResult,
+  NotificationChannel,
+  NotificationType,
+  StoredNotification,
+} from './types.js';
 
 /**
- * The delivery worker of the notify path: an outbox (notification_deliveries)
- * with one row per (notification, channel). Rows are claimed set-based with
- * FOR UPDATE SKIP LOCKED, so several workers and instances never deliver the
- * same row at once; a claim is a lease (a crashed worker's rows come due again
- * after LEASE_MS). A channel that throws is retried with exponential backoff,
- * at most MAX_ATTEMPTS times in all, then the row is 'failed'. The stored
- * notification itself is never touched by delivery.
+ * The delivery ledger of the notify path (docs/decisions.md §13.1): one row
+ * per (notification, channel, device or chat), written with the
+ * notification. Rows are claimed set-based with FOR UPDATE SKIP LOCKED, so
+ * several workers and instances never work on the same row at once; a claim
+ * is a lease (a dead instance's rows come due again after LEASE_MS, well
+ * within the 5 minutes of §13.1). A retry only ever concerns its own row, so
+ * it resends to nothing that already accepted the notification. Transient
+ * failures back off with jitter (first retry within 30 s, capped at 10 min)
+ * until the row's deadline (1 h after the notification), then the row is
+ * `failed`: a dead letter, listed and re-queued by the internal API.
  */
-export const MAX_ATTEMPTS = 6;
-export const LEASE_MS = 5 * 60_000;
-const BASE_BACKOFF_MS = 30_000;
-const MAX_BACKOFF_MS = 60 * 60_000;
-const CLAIM_BATCH = 100;
-const CONCURRENCY = 6;
+export const LEASE_MS = 2 * 60_000;
+export const DELIVERY_DEADLINE_MS = 60 * 60_000;
+const FIRST_BACKOFF_MS = 30_000;
+const MAX_BACKOFF_MS = 10 * 60_000;
+export const CLAIM_BATCH = 500;
 
 /**
  * The notify path's delivery state, one per app (the notifications plugin
  * creates it from the channel list the composition root hands it; jobs get
- * the same object): the channels, the in-process kicks still running (the
- * app's close waits for them before its pool closes) and when this instance
- * last pruned the outbox.
+ * the same object): the channels, Redis for what channels share across
+ * instances, the in-process kicks still running (the app's close waits for
+ * them before its pool closes) and when this instance last pruned the ledger.
  */
 export interface DeliveryState {
   readonly channels: readonly NotificationChannel[];
+  readonly redis: Redis | undefined;
+  readonly keyPrefix: string;
   readonly inflight: Set<Promise<unknown>>;
   /** Epoch ms of this instance's last prune of settled rows; 0 = not yet. */
   prunedAt: number;
 }
 
-export function createDeliveryState(channels: readonly NotificationChannel[]): DeliveryState {
+export function createDeliveryState(
+  channels: readonly NotificationChannel[],
+  opts: { redis?: Redis; keyPrefix?: string } = {},
+): DeliveryState {
   const names = channels.map((c) => c.name);
   if (new Set(names).size !== names.length) throw new Error(`delivery channel names must be unique: ${names.join(', ')}`);
-  return { channels, inflight: new Set(), prunedAt: 0 };
+  return { channels, redis: opts.redis, keyPrefix: opts.keyPrefix ?? 'pb:', inflight: new Set(), prunedAt: 0 };
 }
 
 export interface DeliveryWorkerDeps extends ServiceDeps {
-  delivery: Pick<DeliveryState, 'channels'>;
+  delivery: Pick<DeliveryState, 'channels' | 'redis' | 'keyPrefix'>;
 }
 
 export interface DeliveryReport {
@@ -50,136 +67,340 @@ export interface DeliveryReport {
   skipped: number;
   retrying: number;
   failed: number;
+  deferred: number;
 }
 
-/** Delay before attempt n+1 after n failed attempts: 30 s, 1 min, 2 min, … capped at 1 h. */
-export function backoffMs(attempts: number): number {
-  return Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** Math.max(0, attempts - 1));
+const emptyReport = (): DeliveryReport => ({ claimed: 0, sent: 0, skipped: 0, retrying: 0, failed: 0, deferred: 0 });
+
+/**
+ * Delay before the next attempt after `attempts` failed ones: "equal jitter"
+ * over 30 s, 1 min, 2 min, … capped at 10 min, so the first retry comes
+ * within 30 s and a crowd of rows failed together does not come back together.
+ */
+export function backoffMs(attempts: number, random: () => number = Math.random): number {
+  const cap = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** Math.max(0, attempts - 1));
+  return Math.round(cap / 2 + random() * (cap / 2));
 }
+
+/**
+ * Writes the ledger rows of new notifications in the caller's transaction:
+ * one INSERT … SELECT joining them to every channel's targets (the user's
+ * devices, the user's chat). A user with no device gets no push row.
+ */
+export async function insertDeliveries(
+  tx: DbOrTx,
+  channels: readonly NotificationChannel[],
+  stored: ReadonlyArray<{ id: string; userId: string }>,
+  now: Date,
+): Promise<void> {
+  if (channels.length === 0 || stored.length === 0) return;
+  const list = JSON.stringify(stored.map((n) => ({ id: n.id, user_id: n.userId })));
+  const at = now.toISOString();
+  const deadline = new Date(now.getTime() + DELIVERY_DEADLINE_MS).toISOString();
+  const parts = channels.map(
+    (c) => sql`
+      select n.id, n.user_id, ${c.name}::text, ${c.targetKind}::text, t.target
+      from n join (${c.targets}) t on t.user_id = n.user_id`,
+  );
+  await rows(
+    tx,
+    sql`
+    with n as (select * from jsonb_to_recordset(${list}::jsonb) as x(id uuid, user_id uuid))
+    insert into notification_deliveries
+      (notification_id, user_id, channel, target_kind, target, next_attempt_at, deadline_at, created_at, updated_at)
+    select s.*, ${at}::timestamptz, ${deadline}::timestamptz, ${at}::timestamptz, ${at}::timestamptz
+    from (${sql.join(parts, sql` union all `)}) s`,
+  );
+}
+
+// ---- Channel pauses (docs/decisions.md §13.2) ----
+
+export function fingerprint(secret: string | undefined): string {
+  return createHash('sha256')
+    .update(secret ?? '')
+    .digest('hex')
+    .slice(0, 16);
+}
+
+/** The paused channels and why. */
+export async function pausedChannels(db: DbOrTx): Promise<Map<string, string>> {
+  const found = await rows<{ channel: string; paused_reason: string }>(
+    db,
+    sql`select channel, paused_reason from delivery_channels where paused_reason is not null`,
+  );
+  return new Map(found.map((r) => [r.channel, r.paused_reason]));
+}
+
+export async function pauseChannel(db: DbOrTx, channel: string, reason: string, credentialHash: string | null, now: Date) {
+  await rows(
+    db,
+    sql`
+    insert into delivery_channels (channel, paused_reason, paused_at, credential_hash)
+    values (${channel}, ${reason}, ${now.toISOString()}::timestamptz, ${credentialHash})
+    on conflict (channel) do update set paused_reason = excluded.paused_reason, paused_at = excluded.paused_at,
+      credential_hash = excluded.credential_hash`,
+  );
+}
+
+/** Lifts a pause; true when the channel was paused. */
+export async function resumeChannel(db: DbOrTx, channel: string): Promise<boolean> {
+  const found = await rows(
+    db,
+    sql`update delivery_channels set paused_reason = null, paused_at = null
+        where channel = ${channel} and paused_reason is not null returning channel`,
+  );
+  return found.length > 0;
+}
+
+/**
+ * At start: a pause taken with other credentials than the ones this process
+ * has is lifted (the operator fixed PUSH_ACCESS_TOKEN and restarted).
+ */
+export async function liftStalePauses(db: DbOrTx, channels: readonly NotificationChannel[], config: Config): Promise<string[]> {
+  const lifted: string[] = [];
+  for (const c of channels) {
+    if (!c.credentialHash) continue;
+    const found = await rows(
+      db,
+      sql`update delivery_channels set paused_reason = null, paused_at = null
+          where channel = ${c.name} and paused_reason is not null and credential_hash is distinct from ${c.credentialHash(config)}
+          returning channel`,
+    );
+    if (found.length > 0) lifted.push(c.name);
+  }
+  return lifted;
+}
+
+// ---- Claiming and settling ----
 
 interface ClaimedRow {
   id: string;
   notification_id: string;
-  channel: string;
-  attempts: number;
+  user_id: string;
+  target: string;
+  attempts: number | string;
+  last_error: string | null;
+  deadline_at: string | Date | null;
 }
 
-async function claimDue(db: DbOrTx, now: Date, limit: number, notificationIds?: string[]): Promise<ClaimedRow[]> {
+async function claimDue(db: DbOrTx, channel: string, now: Date, limit: number, notificationIds?: string[]): Promise<ClaimedRow[]> {
   const only = notificationIds
     ? sql`and notification_id in (select (jsonb_array_elements_text(${JSON.stringify(notificationIds)}::jsonb))::uuid)`
     : sql``;
   const leaseUntil = new Date(now.getTime() + LEASE_MS).toISOString();
-  const claimed = await rows<ClaimedRow>(
+  return rows<ClaimedRow>(
     db,
     sql`
     with due as (
       select id from notification_deliveries
-      where status = 'pending' and next_attempt_at <= ${now.toISOString()}::timestamptz ${only}
+      where status = 'pending' and next_attempt_at <= ${now.toISOString()}::timestamptz and channel = ${channel} ${only}
       order by next_attempt_at
       limit ${limit}
       for update skip locked
     )
     update notification_deliveries d
-    set attempts = d.attempts + 1, next_attempt_at = ${leaseUntil}::timestamptz, updated_at = ${now.toISOString()}::timestamptz
+    set next_attempt_at = ${leaseUntil}::timestamptz
     from due
     where d.id = due.id
-    returning d.id, d.notification_id, d.channel, d.attempts`,
-  );
-  return claimed.map((r) => ({ ...r, attempts: Number(r.attempts) }));
-}
-
-async function finish(db: Db, id: string, status: 'sent' | 'skipped' | 'failed', error: string | null, now: Date) {
-  await rows(
-    db,
-    sql`
-    update notification_deliveries set status = ${status}, last_error = ${error}, updated_at = ${now.toISOString()}::timestamptz
-    where id = ${id}::uuid`,
+    returning d.id, d.notification_id, d.user_id, d.target, d.attempts, d.last_error, d.deadline_at`,
   );
 }
 
-async function retryLater(db: Db, id: string, attempts: number, error: string, now: Date) {
-  const next = new Date(now.getTime() + backoffMs(attempts)).toISOString();
-  await rows(
-    db,
-    sql`
-    update notification_deliveries set next_attempt_at = ${next}::timestamptz, last_error = ${error}, updated_at = ${now.toISOString()}::timestamptz
-    where id = ${id}::uuid`,
-  );
+interface RowUpdate {
+  id: string;
+  status: 'pending' | 'sent' | 'skipped' | 'failed';
+  inc: number;
+  next: string | null;
+  err: string | null;
+  target: string | null;
 }
 
-/**
- * Claims the due deliveries (optionally only those of some notifications) and
- * runs their channels. Returns what happened; never throws for a channel's
- * failure.
- */
-export async function processDueDeliveries(
+const clip = (s: string) => s.slice(0, 500);
+
+/** Turns outcomes into ledger writes: a handful of set-based statements per call. */
+async function settleResults(
   deps: DeliveryWorkerDeps,
-  opts: { notificationIds?: string[]; limit?: number } = {},
-): Promise<DeliveryReport> {
-  const { channels } = deps.delivery;
-  const report: DeliveryReport = { claimed: 0, sent: 0, skipped: 0, retrying: 0, failed: 0 };
-  const claimed = await claimDue(deps.db, deps.clock(), opts.limit ?? CLAIM_BATCH, opts.notificationIds);
-  report.claimed = claimed.length;
-  if (claimed.length === 0) return report;
+  channel: NotificationChannel,
+  deadlines: Map<string, number>,
+  results: Array<[ClaimedDelivery, DeliveryResult]>,
+  report: DeliveryReport,
+): Promise<void> {
+  if (results.length === 0) return;
+  const now = deps.clock();
+  const at = now.toISOString();
+  const updates: RowUpdate[] = [];
+  const holds: Array<{ target: string; until: string }> = [];
+  const moves: Array<{ user_id: string; from: string; to: string }> = [];
+  let pause: string | undefined;
+  for (const [row, r] of results) {
+    switch (r.status) {
+      case 'sent':
+        updates.push({ id: row.id, status: 'sent', inc: 1, next: null, err: null, target: null });
+        report.sent++;
+        break;
+      case 'skipped':
+        updates.push({ id: row.id, status: 'skipped', inc: 1, next: null, err: clip(r.reason), target: null });
+        report.skipped++;
+        break;
+      case 'failed':
+        updates.push({ id: row.id, status: 'failed', inc: 1, next: null, err: clip(r.error), target: null });
+        report.failed++;
+        deps.log.warn({ deliveryId: row.id, channel: channel.name, err: r.error }, 'notification delivery failed for good');
+        break;
+      case 'retry': {
+        const deadline = deadlines.get(row.id) ?? row.notification.createdAt.getTime() + DELIVERY_DEADLINE_MS;
+        const next = Math.max(now.getTime() + backoffMs(row.attempts + 1), r.notBefore?.getTime() ?? 0);
+        if (next > deadline) {
+          updates.push({
+            id: row.id,
+            status: 'failed',
+            inc: 1,
+            next: null,
+            err: clip(`${r.error} (retries ended 1 h after the notification)`),
+            target: null,
+          });
+          report.failed++;
+        } else {
+          updates.push({ id: row.id, status: 'pending', inc: 1, next: new Date(next).toISOString(), err: clip(r.error), target: null });
+          report.retrying++;
+          if (r.holdTarget && r.notBefore) holds.push({ target: row.target, until: r.notBefore.toISOString() });
+        }
+        break;
+      }
+      case 'retarget':
+        updates.push({ id: row.id, status: 'pending', inc: 1, next: at, err: clip(r.error), target: r.target });
+        moves.push({ user_id: row.userId, from: row.target, to: r.target });
+        report.retrying++;
+        break;
+      case 'defer':
+        updates.push({ id: row.id, status: 'pending', inc: 0, next: r.until.toISOString(), err: row.lastError, target: null });
+        report.deferred++;
+        break;
+      case 'paused':
+        pause = r.reason;
+        updates.push({ id: row.id, status: 'pending', inc: 0, next: at, err: clip(r.reason), target: null });
+        report.deferred++;
+        break;
+    }
+  }
+  if (pause) {
+    await pauseChannel(deps.db, channel.name, pause, channel.credentialHash?.(deps.config) ?? null, now);
+    deps.log.error({ channel: channel.name, reason: pause }, 'delivery channel paused: its rows wait until it is resumed');
+  }
+  if (moves.length > 0) {
+    await rows(
+      deps.db,
+      sql`
+      update notification_deliveries d set target = m.to, next_attempt_at = least(d.next_attempt_at, ${at}::timestamptz), updated_at = ${at}::timestamptz
+      from jsonb_to_recordset(${JSON.stringify(moves)}::jsonb) as m(user_id uuid, "from" text, "to" text)
+      where d.status = 'pending' and d.channel = ${channel.name} and d.user_id = m.user_id and d.target = m."from"`,
+    );
+  }
+  await rows(
+    deps.db,
+    sql`
+    update notification_deliveries d
+    set status = v.status, attempts = d.attempts + v.inc, next_attempt_at = coalesce(v.next, d.next_attempt_at),
+        last_error = v.err, target = coalesce(v.target, d.target), updated_at = ${at}::timestamptz
+    from jsonb_to_recordset(${JSON.stringify(updates)}::jsonb) as v(id uuid, status text, inc int, next timestamptz, err text, target text)
+    where d.id = v.id and d.status = 'pending'`,
+  );
+  if (holds.length > 0) {
+    // docs/decisions.md §13.3: the provider's wait holds every pending row of that chat, in the ledger.
+    await rows(
+      deps.db,
+      sql`
+      update notification_deliveries d set next_attempt_at = greatest(d.next_attempt_at, h.until)
+      from jsonb_to_recordset(${JSON.stringify(holds)}::jsonb) as h(target text, until timestamptz)
+      where d.status = 'pending' and d.channel = ${channel.name} and d.target = h.target`,
+    );
+  }
+}
 
+async function processChannel(
+  deps: DeliveryWorkerDeps,
+  channel: NotificationChannel,
+  report: DeliveryReport,
+  opts: { notificationIds?: string[]; limit?: number },
+): Promise<number> {
+  const claimed = await claimDue(deps.db, channel.name, deps.clock(), opts.limit ?? CLAIM_BATCH, opts.notificationIds);
+  report.claimed += claimed.length;
+  if (claimed.length === 0) return 0;
   const ids = [...new Set(claimed.map((c) => c.notification_id))];
   const found = await deps.db.select().from(notifications).where(inArray(notifications.id, ids));
   const byId = new Map<string, StoredNotification>(
     found.map((r) => [r.id, { ...r, type: r.type as NotificationType, data: r.data ?? {} }]),
   );
-
-  const work = async (row: ClaimedRow) => {
-    const now = () => deps.clock();
-    const channel = channels.find((c) => c.name === row.channel);
-    const notification = byId.get(row.notification_id);
-    if (!channel || !notification) {
-      // A channel removed from the build, or a notification deleted meanwhile: nothing to deliver.
-      await finish(deps.db, row.id, 'skipped', channel ? 'notification deleted' : `unknown channel ${row.channel}`, now());
-      report.skipped++;
-      return;
-    }
-    try {
-      const outcome = await channel.deliver(deps, notification);
-      await finish(deps.db, row.id, outcome, null, now());
-      report[outcome]++;
-    } catch (err) {
-      const message = (err instanceof Error ? err.message : String(err)).slice(0, 500);
-      if (row.attempts >= MAX_ATTEMPTS) {
-        await finish(deps.db, row.id, 'failed', message, now());
-        report.failed++;
-        deps.log.warn(
-          { deliveryId: row.id, channel: row.channel, attempts: row.attempts, err: message },
-          'notification delivery failed for good',
-        );
-      } else {
-        await retryLater(deps.db, row.id, row.attempts, message, now());
-        report.retrying++;
-        deps.log.info(
-          { deliveryId: row.id, channel: row.channel, attempts: row.attempts, err: message },
-          'notification delivery will be retried',
-        );
-      }
-    }
-  };
-
-  for (let i = 0; i < claimed.length; i += CONCURRENCY) {
-    await Promise.all(claimed.slice(i, i + CONCURRENCY).map(work));
+  const deadlines = new Map<string, number>();
+  const work: ClaimedDelivery[] = [];
+  const gone: Array<[ClaimedDelivery, DeliveryResult]> = [];
+  for (const c of claimed) {
+    if (c.deadline_at) deadlines.set(c.id, new Date(c.deadline_at).getTime());
+    const notification = byId.get(c.notification_id);
+    const row: ClaimedDelivery = {
+      id: c.id,
+      notification: notification ?? ({ createdAt: new Date(0) } as StoredNotification),
+      userId: c.user_id,
+      target: c.target,
+      attempts: Number(c.attempts),
+      lastError: c.last_error,
+    };
+    if (notification) work.push(row);
+    else gone.push([row, { status: 'skipped', reason: 'notification deleted' }]); // cascade normally removes the row first
   }
-  return report;
+  const settled = new Set<string>();
+  const settle = async (results: Array<[ClaimedDelivery, DeliveryResult]>) => {
+    const fresh = results.filter(([r]) => !settled.has(r.id));
+    for (const [r] of fresh) settled.add(r.id);
+    await settleResults(deps, channel, deadlines, fresh, report);
+  };
+  await settle(gone);
+  const ctx: DeliveryContext = { ...deps, redis: deps.delivery.redis, keyPrefix: deps.delivery.keyPrefix, settle };
+  let failure: unknown;
+  try {
+    await channel.deliver(ctx, work);
+  } catch (err) {
+    failure = err;
+    deps.log.warn({ err, channel: channel.name }, 'a delivery channel threw; its unsettled rows are retried');
+  }
+  const left = work.filter((r) => !settled.has(r.id));
+  if (left.length > 0) {
+    const error = failure instanceof Error ? failure.message : `channel ${channel.name} left the row unsettled`;
+    await settle(left.map((r) => [r, { status: 'retry', error }]));
+  }
+  return claimed.length;
 }
 
 /**
- * How long settled outbox rows are kept: long enough to answer "was it
- * delivered?" for a recent notification, short enough that the outbox does
- * not grow with every notification ever sent. Failed rows stay longer, for
- * diagnosis. Pending rows are never pruned.
+ * Claims the due rows (optionally only those of some notifications) of every
+ * channel that is not paused, and runs the channels on them in parallel.
+ * Returns what happened; never throws for a provider's failure.
+ */
+export async function processDueDeliveries(
+  deps: DeliveryWorkerDeps,
+  opts: { notificationIds?: string[]; limit?: number } = {},
+): Promise<DeliveryReport & { full: boolean }> {
+  const report = emptyReport();
+  const paused = await pausedChannels(deps.db);
+  const limit = opts.limit ?? CLAIM_BATCH;
+  const counts = await Promise.all(
+    deps.delivery.channels.filter((c) => !paused.has(c.name)).map((c) => processChannel(deps, c, report, { ...opts, limit })),
+  );
+  return { ...report, full: counts.some((n) => n >= limit) };
+}
+
+/**
+ * How long settled ledger rows are kept: long enough to answer "was it
+ * delivered?" for a recent notification, short enough that the ledger does
+ * not grow with every notification ever sent. Dead letters stay longer, for
+ * diagnosis and re-queueing. Pending rows are never pruned.
  */
 export const SETTLED_RETENTION_MS = 24 * 60 * 60_000;
 export const FAILED_RETENTION_MS = 7 * 24 * 60 * 60_000;
 const PRUNE_BATCH = 5_000;
 
 /**
- * Deletes settled (sent, skipped, failed) outbox rows past their retention, in
+ * Deletes settled (sent, skipped, failed) rows past their retention, in
  * batches of PRUNE_BATCH so no statement holds many row locks for long.
  * Returns how many rows went. Safe to run from several instances at once.
  */
@@ -209,28 +430,41 @@ export async function pruneSettledDeliveries(db: Db, now: Date, maxBatches = 20)
   return total;
 }
 
-/** Drains everything due, a batch at a time (the periodic run). */
+/**
+ * Drains everything due (the periodic run): a few claim loops at once, so
+ * one batch's provider requests overlap the next batch's claim and writes
+ * (SKIP LOCKED keeps them apart; the channels' own gates bound the requests).
+ */
+export const SWEEP_WORKERS = 3;
 export async function processAllDueDeliveries(deps: DeliveryWorkerDeps, maxBatches = 20): Promise<DeliveryReport> {
-  const total: DeliveryReport = { claimed: 0, sent: 0, skipped: 0, retrying: 0, failed: 0 };
-  for (let i = 0; i < maxBatches; i++) {
-    const r = await processDueDeliveries(deps);
-    for (const k of Object.keys(total) as (keyof DeliveryReport)[]) total[k] += r[k];
-    if (r.claimed < CLAIM_BATCH) break;
-  }
+  const total = emptyReport();
+  let batches = 0;
+  let done = false;
+  const worker = async () => {
+    while (!done && batches < maxBatches) {
+      batches++;
+      const { full, ...r } = await processDueDeliveries(deps);
+      for (const k of Object.keys(total) as (keyof DeliveryReport)[]) total[k] += r[k];
+      if (!full) done = true;
+    }
+  };
+  await Promise.all(Array.from({ length: SWEEP_WORKERS }, worker));
   return total;
 }
 
-/** How often an instance prunes settled outbox rows (from its delivery-sweep runs). */
+/** How often an instance prunes settled ledger rows (from its delivery-sweep runs). */
 export const DELIVERY_PRUNE_MS = 60 * 60_000;
 
 export interface SweepReport extends DeliveryReport {
   pruned: number;
+  /** Paused channels and why (docs/decisions.md §13.2). */
+  paused: Record<string, string>;
 }
 
 /**
  * The periodic run (the delivery-sweep job, docs/decisions.md §9): delivers
- * everything due (retries, and rows a kick left behind) and, at most once per
- * DELIVERY_PRUNE_MS on this instance, prunes settled rows.
+ * everything due (retries, rows a kick left behind, rows of a dead instance)
+ * and, at most once per DELIVERY_PRUNE_MS on this instance, prunes settled rows.
  */
 export async function sweepDeliveries(deps: ServiceDeps & { delivery: DeliveryState }): Promise<SweepReport> {
   const report = await processAllDueDeliveries(deps);
@@ -241,13 +475,14 @@ export async function sweepDeliveries(deps: ServiceDeps & { delivery: DeliverySt
     pruned = await pruneSettledDeliveries(deps.db, now);
     if (pruned > 0) deps.log.info({ pruned }, 'settled notification deliveries pruned');
   }
-  return { ...report, pruned };
+  const paused = Object.fromEntries(await pausedChannels(deps.db));
+  return { ...report, pruned, paused };
 }
 
 /**
  * The in-process kick right after notify(): delivers the new notifications'
  * rows without the caller waiting. Whatever it cannot deliver stays in the
- * outbox for the periodic run.
+ * ledger for the periodic run.
  */
 export function kickDelivery(deps: ServiceDeps & { delivery: DeliveryState }, notificationIds: string[]): void {
   if (notificationIds.length === 0) return;

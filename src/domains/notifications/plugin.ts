@@ -4,8 +4,21 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { problemResponses } from '../../errors.js';
 import { sendSerialized } from '../../lib/serializer.js';
-import { createDeliveryState, drainDeliveries, type DeliveryState } from './delivery.js';
-import { ListNotificationsQuerySchema, NotificationIdParamsSchema, NotificationListSchema, NotifyBodySchema } from './schemas.js';
+import { createDeliveryState, drainDeliveries, liftStalePauses, type DeliveryState } from './delivery.js';
+import {
+  DeliveryChannelSummarySchema,
+  DeliveryIdParamsSchema,
+  DeliveryListSchema,
+  DeliverySchema,
+  DeliverySummarySchema,
+  ListDeliveriesQuerySchema,
+  ListNotificationsQuerySchema,
+  NotificationIdParamsSchema,
+  NotificationListSchema,
+  NotifyBodySchema,
+  ResumeChannelBodySchema,
+} from './schemas.js';
+import { deliverySummary, listDeliveries, resumeDeliveryChannel, retryDelivery } from './deliveries.js';
 import {
   deleteNotification,
   listNotifications,
@@ -38,8 +51,11 @@ export interface NotificationsOptions {
  */
 export const notificationsPlugin = fp<NotificationsOptions>(
   async (app, opts) => {
-    const delivery = createDeliveryState(opts.channels);
+    const delivery = createDeliveryState(opts.channels, { redis: app.redisClient, keyPrefix: app.keyPrefix });
     app.decorate('delivery', delivery);
+    // docs/decisions.md §13.2: a pause taken with other credentials is lifted when the service starts.
+    const lifted = await liftStalePauses(app.db, opts.channels, app.config);
+    if (lifted.length > 0) app.log.info({ channels: lifted }, 'delivery channels resumed: their credentials changed');
     app.addHook('onClose', async () => drainDeliveries(delivery));
   },
   { name: 'notifications', fastify: '5.x', dependencies: ['infra'] },
@@ -144,5 +160,77 @@ export const internalNotificationRoutes: FastifyPluginAsyncZod = async (app) => 
       const stored = await notifyFromService(deps, request.body);
       return reply.code(201).send(toNotificationJson(stored));
     },
+  );
+};
+
+/**
+ * The delivery ledger under /api/v1/internal/deliveries (docs/decisions.md
+ * §13.4; registered only while INTERNAL_API_TOKEN is set).
+ */
+export const internalDeliveryRoutes: FastifyPluginAsyncZod = async (app) => {
+  const deps = notifyDeps(app);
+  app.get(
+    '/deliveries',
+    {
+      config: { internal: true },
+      schema: {
+        operationId: 'listDeliveries',
+        tags: ['internal'],
+        summary: 'Delivery ledger rows by status (dead letters by default)',
+        description:
+          'One row per (notification, channel, device or chat). `status` defaults to `failed` (the dead letters); newest `updatedAt` first; `nextCursor` pages on (a cursor is only valid for the status it was issued for).',
+        querystring: ListDeliveriesQuerySchema,
+        response: { 200: DeliveryListSchema, ...problemResponses(400, 401) },
+      },
+    },
+    async (request) => listDeliveries(deps, request.query),
+  );
+
+  app.get(
+    '/deliveries/summary',
+    {
+      config: { internal: true },
+      schema: {
+        operationId: 'getDeliverySummary',
+        tags: ['internal'],
+        summary: 'Per channel: paused or not (and why), pending and failed rows',
+        response: { 200: DeliverySummarySchema, ...problemResponses(401) },
+      },
+    },
+    async () => deliverySummary(deps),
+  );
+
+  app.post(
+    '/deliveries/resume',
+    {
+      config: { internal: true },
+      schema: {
+        operationId: 'resumeDeliveryChannel',
+        tags: ['internal'],
+        summary: 'Lift a channel pause (push pauses on Expo InvalidCredentials)',
+        description:
+          "The channel's waiting rows go out with the next delivery-sweep run. Resuming a channel that is not paused changes nothing (200). A pause is also lifted when the service starts with a different `PUSH_ACCESS_TOKEN`.",
+        body: ResumeChannelBodySchema,
+        response: { 200: DeliveryChannelSummarySchema, ...problemResponses(400, 401, 404) },
+      },
+    },
+    async (request) => resumeDeliveryChannel(deps, request.body.channel),
+  );
+
+  app.post(
+    '/deliveries/:id/retry',
+    {
+      config: { internal: true },
+      schema: {
+        operationId: 'retryDelivery',
+        tags: ['internal'],
+        summary: 'Re-queue a dead letter',
+        description:
+          'The row is `pending` again, due now, with a fresh hour of retries; only that device or chat is sent to. Unknown id → 404; a row that is not `failed` → 409 `DELIVERY_NOT_FAILED`.',
+        params: DeliveryIdParamsSchema,
+        response: { 202: DeliverySchema, ...problemResponses(401, 404, 409) },
+      },
+    },
+    async (request, reply) => reply.code(202).send(await retryDelivery(deps, request.params.id)),
   );
 };

@@ -36,3 +36,53 @@ export const NotifyBodySchema = z.strictObject({
     .meta({ description: 'Related ids, e.g. `orderId`, `marketId`; a JSON object nesting at most 16 levels' }),
 });
 export type NotifyInput = z.infer<typeof NotifyBodySchema>;
+
+// ---- The delivery ledger's internal API (docs/decisions.md §13.4) ----
+
+export const DELIVERY_STATUSES = ['pending', 'sent', 'skipped', 'failed'] as const;
+export const DELIVERY_CHANNELS = ['push', 'messenger'] as const;
+
+export const DeliverySchema = z
+  .object({
+    id: z.string(),
+    notificationId: z.string(),
+    userId: z.string(),
+    channel: z.enum(DELIVERY_CHANNELS),
+    target: z.object({
+      kind: z.enum(['device', 'chat']),
+      id: z.string().meta({ description: 'The Expo push token or the Telegram chat id' }),
+    }),
+    status: z.enum(DELIVERY_STATUSES),
+    attempts: z.number().int().meta({ description: 'Provider attempts so far (a rate-limit wait is not one)' }),
+    lastError: z.string().nullable(),
+    updatedAt: z.string().meta({ description: 'ISO 8601' }),
+  })
+  .meta({ id: 'Delivery' });
+export type Delivery = z.infer<typeof DeliverySchema>;
+
+export const ListDeliveriesQuerySchema = z.object({
+  status: z.enum(DELIVERY_STATUSES).default('failed'),
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  cursor: z.string().min(1).max(2048).optional().meta({ description: '`nextCursor` of the previous page' }),
+});
+
+export const DeliveryListSchema = z.object({
+  deliveries: z.array(DeliverySchema),
+  nextCursor: z.string().nullable().meta({ description: 'null on the last page' }),
+});
+
+export const DeliveryIdParamsSchema = z.object({ id: z.string().max(100) });
+
+export const DeliveryChannelSummarySchema = z
+  .object({
+    channel: z.enum(DELIVERY_CHANNELS),
+    paused: z.boolean(),
+    pausedReason: z.string().nullable().meta({ description: 'e.g. `InvalidCredentials`; null when not paused' }),
+    pending: z.number().int(),
+    failed: z.number().int(),
+  })
+  .meta({ id: 'DeliveryChannelSummary' });
+
+export const DeliverySummarySchema = z.object({ channels: z.array(DeliveryChannelSummarySchema) });
+
+export const ResumeChannelBodySchema = z.strictObject({ channel: z.enum(DELIVERY_CHANNELS) });

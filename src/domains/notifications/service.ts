@@ -1,10 +1,10 @@
 import { and, eq, sql, type SQL } from 'drizzle-orm';
-import { notificationDeliveries, notifications, users } from '../../../drizzle/index.js';
+import { notifications, users } from '../../../drizzle/index.js';
 import { rows, type DbOrTx } from '../../db/index.js';
 import { AppError, notFound, someCause } from '../../errors.js';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.js';
 import type { PublishFn } from '../../plugins/infra.js';
-import { kickDelivery, type DeliveryState } from './delivery.js';
+import { insertDeliveries, kickDelivery, type DeliveryState } from './delivery.js';
 import { appendStreamEvents, publishStreamEvents, type StreamEvent } from './stream.js';
 import type { ServiceDeps } from '../../lib/deps.js';
 import { NotificationSchema, type Notification, type NotificationType, type StoredNotification } from './types.js';
@@ -45,10 +45,10 @@ function toStored(r: typeof notifications.$inferSelect): StoredNotification {
 export type NewNotification = StoredNotification & { streamEvent: StreamEvent };
 
 /**
- * Stores notifications and their outbox rows (one per delivery channel) in
- * the caller's transaction: one INSERT … RETURNING for the notifications, one
- * for the deliveries, and their `notification` events on the users' streams
- * (seq and unread count, docs/decisions.md §12.1). Producers that change state and notify (the price-alert
+ * Stores notifications, their delivery ledger rows (one per channel and
+ * device or chat, docs/decisions.md §13.1) and their `notification` events on
+ * the users' streams (seq and unread count, docs/decisions.md §12.1) in the
+ * caller's transaction. Producers that change state and notify (the price-alert
  * trigger) call it inside their own transaction, so the state change and the
  * notification commit together or not at all.
  */
@@ -73,15 +73,7 @@ export async function storeNotifications(
       })),
     )
     .returning();
-  if (channels.length > 0) {
-    await tx
-      .insert(notificationDeliveries)
-      .values(
-        stored.flatMap((n) =>
-          channels.map((c) => ({ notificationId: n.id, channel: c.name, nextAttemptAt: now, createdAt: now, updatedAt: now })),
-        ),
-      );
-  }
+  await insertDeliveries(tx, channels, stored, now);
   const added = stored.map(toStored);
   const events = await appendStreamEvents(
     tx,

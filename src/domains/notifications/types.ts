@@ -1,4 +1,7 @@
 import { z } from 'zod';
+import type { SQL } from 'drizzle-orm';
+import type { Redis } from 'ioredis';
+import type { Config } from '../../config.js';
 import type { ServiceDeps } from '../../lib/deps.js';
 
 /** docs/decisions.md §6: the notification types. */
@@ -79,21 +82,74 @@ export type StreamPayload<E extends StreamEventName = StreamEventName> = z.infer
 /** A notification as stored: the wire shape with its owner and a Date. */
 export type StoredNotification = Omit<Notification, 'createdAt'> & { userId: string; createdAt: Date };
 
+/** Where a ledger row goes: a device (push token) or a chat (Telegram chat id). */
+export type DeliveryTargetKind = 'device' | 'chat';
+
+/** A claimed ledger row with its notification (docs/decisions.md §13.1). */
+export interface ClaimedDelivery {
+  id: string;
+  notification: StoredNotification;
+  userId: string;
+  /** The device token or the chat id, as stored. */
+  target: string;
+  /** Attempts already made (this one not counted). */
+  attempts: number;
+  lastError: string | null;
+}
+
 /**
- * 'sent' or 'skipped' (nothing to deliver to, or the user's preferences say
- * no) are final; throwing means "try again later" and the outbox retries with
- * backoff a bounded number of times. The stored notification is never touched.
+ * What a channel made of one claimed row:
+ * - `sent`: the provider accepted it; `skipped`: nothing to deliver (final);
+ * - `failed`: a dead letter at once (the provider will never accept it);
+ * - `retry`: transient; the ledger backs off (not before `notBefore` when
+ *   given), and with `holdTarget` every pending row of that device or chat waits too;
+ *   after the row's deadline it is `failed`;
+ * - `retarget`: the chat moved (Telegram migration): the row and the chat's
+ *   other pending rows now go to `target`, resent at once;
+ * - `defer`: not attempted (a rate limit): pending again at `until`, no attempt counted;
+ * - `paused`: the channel's credentials were refused: the channel pauses
+ *   (stored) and the row waits as `pending`, no attempt counted.
  */
-export type DeliveryOutcome = 'sent' | 'skipped';
+export type DeliveryResult =
+  | { status: 'sent' }
+  | { status: 'skipped'; reason: string }
+  | { status: 'failed'; error: string }
+  | { status: 'retry'; error: string; notBefore?: Date; holdTarget?: boolean }
+  | { status: 'retarget'; target: string; error: string }
+  | { status: 'defer'; until: Date }
+  | { status: 'paused'; reason: string };
+
+/** What a channel's deliver() gets besides the usual service deps. */
+export interface DeliveryContext extends ServiceDeps {
+  /** Shared across instances when set (Telegram flood control). */
+  redis: Redis | undefined;
+  keyPrefix: string;
+  /**
+   * Records outcomes in the ledger at once: channels call it as soon as a
+   * provider answers, so a kill loses at most the answers of the last moment
+   * (docs/decisions.md §13.5).
+   */
+  settle(results: Array<[ClaimedDelivery, DeliveryResult]>): Promise<void>;
+}
 
 /**
  * One out-of-app delivery channel of the notify path. The notifications
  * domain knows none by name: the composition root (src/app.ts) hands the list
- * to the notifications plugin, notify() writes one outbox row per channel and
- * the delivery worker finds a row's channel by `name`.
+ * to the notifications plugin; storing a notification writes one ledger row
+ * per target the channel's `targets` query lists for the user, and the
+ * delivery worker hands claimed rows to `deliver` in batches.
  */
 export interface NotificationChannel {
   /** Stored in notification_deliveries.channel: keep it stable. */
   name: string;
-  deliver(deps: ServiceDeps, notification: StoredNotification): Promise<DeliveryOutcome>;
+  targetKind: DeliveryTargetKind;
+  /** A query of `(user_id uuid, target text)`: every target of every user (joined to the new notifications). */
+  targets: SQL;
+  /** Delivers the rows; every row must be settled (through ctx.settle) before it resolves. */
+  deliver(ctx: DeliveryContext, rows: ClaimedDelivery[]): Promise<void>;
+  /**
+   * A fingerprint of the credentials in use (never the credentials): a stored
+   * pause is lifted when the service starts with a different one.
+   */
+  credentialHash?(config: Config): string;
 }

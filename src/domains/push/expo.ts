@@ -39,16 +39,19 @@ export function chunk<T>(items: T[], size: number): T[][] {
   return out;
 }
 
-/** One send request (≤ 100 messages); tickets come back in request order. Throws UpstreamError on a whole-request failure. */
-export async function sendExpoBatch(config: Config, messages: ExpoMessage[]): Promise<ExpoTicket[]> {
+/**
+ * One send request (≤ 100 messages), one attempt (the delivery ledger owns
+ * retries and their backoff); tickets come back in request order. Throws
+ * UpstreamError on a whole-request failure.
+ */
+export async function sendExpoBatch(config: Config, messages: ExpoMessage[], opts: { timeoutMs?: number } = {}): Promise<ExpoTicket[]> {
   if (messages.length > EXPO_SEND_BATCH) throw new Error(`at most ${EXPO_SEND_BATCH} messages per Expo request`);
   const res = await requestJson<{ data?: ExpoTicket[] }>(config.PUSH_API_URL + EXPO_SEND_PATH, {
     method: 'POST',
     headers: headers(config),
     json: messages,
-    // The outbox retries later with its own backoff; keep this call short.
-    attempts: 2,
-    timeoutMs: 10_000,
+    attempts: 1,
+    timeoutMs: opts.timeoutMs ?? 10_000,
   });
   const tickets = Array.isArray(res?.data) ? res.data : [];
   if (tickets.length !== messages.length) {

@@ -1,10 +1,12 @@
 import { and, asc, eq, inArray, lt, sql } from 'drizzle-orm';
-import { pushDevices, pushPreferences, pushTickets } from '../../../drizzle/index.js';
+import { notificationDeliveries, pushDevices, pushPreferences, pushTickets } from '../../../drizzle/index.js';
 import { AppError } from '../../errors.js';
 import type { DbOrTx } from '../../db/index.js';
 import type { Clock, ServiceDeps } from '../../lib/deps.js';
-import { NOTIFICATION_TYPES, type DeliveryOutcome, type StoredNotification } from '../notifications/types.js';
-import { chunk, EXPO_RECEIPT_BATCH, EXPO_SEND_BATCH, getExpoReceipts, sendExpoBatch, type ExpoMessage } from './expo.js';
+import { UpstreamError } from '../../lib/http.js';
+import type { RequestGate } from '../../lib/request-gate.js';
+import { NOTIFICATION_TYPES, type ClaimedDelivery, type DeliveryContext, type DeliveryResult } from '../notifications/types.js';
+import { chunk, EXPO_RECEIPT_BATCH, EXPO_SEND_BATCH, getExpoReceipts, sendExpoBatch, type ExpoMessage, type ExpoTicket } from './expo.js';
 import type { PushPreferences, UpdatePushPreferences } from './schemas.js';
 
 /**
@@ -75,47 +77,119 @@ async function removeDevices(db: DbOrTx, tokens: string[]) {
   if (tokens.length > 0) await db.delete(pushDevices).where(inArray(pushDevices.token, tokens));
 }
 
-/**
- * The push channel of the notify path: honours the user's preferences
- * (master switch and per type), sends one message per device through Expo in
- * batches of ≤ 100, stores the tickets for the receipt check and removes
- * devices Expo reports as DeviceNotRegistered. Throws (→ outbox retry) when a
- * send request fails as a whole.
- */
-export async function deliverPush(deps: ServiceDeps, n: StoredNotification): Promise<DeliveryOutcome> {
-  const prefs = await getPreferences(deps, n.userId);
-  if (!prefs.enabled || !prefs.types[n.type]) return 'skipped';
-  const devices = await deps.db
-    .select({ token: pushDevices.token })
-    .from(pushDevices)
-    .where(eq(pushDevices.userId, n.userId))
-    .orderBy(asc(pushDevices.createdAt));
-  if (devices.length === 0) return 'skipped';
+/** Ticket errors that no retry can fix (docs/decisions.md §13.2): the row is a dead letter at once. */
+const FATAL_TICKET_ERRORS = new Set(['MessageTooBig', 'MismatchSenderId', 'InvalidProviderToken']);
 
-  const messages: ExpoMessage[] = devices.map((d) => ({
-    to: d.token,
-    title: n.title,
-    body: n.message,
-    data: { ...n.data, notificationId: n.id, type: n.type },
-    sound: 'default',
-    priority: 'high',
-  }));
-  for (const batch of chunk(messages, EXPO_SEND_BATCH)) {
-    const tickets = await sendExpoBatch(deps.config, batch);
-    const ok: { id: string; token: string; createdAt: Date }[] = [];
-    const gone: string[] = [];
-    tickets.forEach((t, i) => {
-      const token = batch[i].to;
-      if (t.status === 'ok' && typeof t.id === 'string') ok.push({ id: t.id, token, createdAt: deps.clock() });
-      else if (t.status === 'error') {
-        if (t.details?.error === 'DeviceNotRegistered') gone.push(token);
-        else deps.log.warn({ notificationId: n.id, error: t.details?.error ?? t.message }, 'Expo rejected a push message');
-      }
-    });
-    if (ok.length > 0) await deps.db.insert(pushTickets).values(ok).onConflictDoNothing();
-    await removeDevices(deps.db, gone);
+export interface PushChannelOptions {
+  /** Expo requests in flight per instance (docs/decisions.md §13.2: at most 6). */
+  maxInFlight?: number;
+  /** Per request. */
+  timeoutMs?: number;
+}
+
+type Settled = Array<[ClaimedDelivery, DeliveryResult]>;
+
+/** What a failed send request means for each of its rows. */
+function requestFailure(err: unknown): DeliveryResult {
+  const message = (err instanceof Error ? err.message : String(err)).slice(0, 300);
+  if (err instanceof UpstreamError && err.status !== undefined) {
+    if (err.status === 401) return { status: 'paused', reason: 'InvalidCredentials' };
+    if (err.status === 400) return { status: 'failed', error: `Expo refused the request: ${message}` };
   }
-  return 'sent';
+  // 429, 5xx, network errors and timeouts (and anything unexpected): back off and try again.
+  return { status: 'retry', error: message };
+}
+
+/**
+ * The push leg of the ledger (docs/decisions.md §13.2): every claimed row is
+ * one device. Honours the user's preferences (master switch and per type),
+ * sends through Expo in requests of ≤ 100 messages with at most
+ * `maxInFlight` requests in flight on this instance, and settles each
+ * request's rows as soon as Expo answers.
+ */
+export async function deliverPushRows(
+  ctx: DeliveryContext,
+  items: ClaimedDelivery[],
+  opts: { gate: RequestGate; timeoutMs: number; pausedBy: { reason?: string } },
+): Promise<void> {
+  if (items.length === 0) return;
+  const userIds = [...new Set(items.map((r) => r.userId))];
+  const tokens = [...new Set(items.map((r) => r.target))];
+  const [prefRows, deviceRows] = await Promise.all([
+    ctx.db.select().from(pushPreferences).where(inArray(pushPreferences.userId, userIds)),
+    ctx.db.select({ token: pushDevices.token, userId: pushDevices.userId }).from(pushDevices).where(inArray(pushDevices.token, tokens)),
+  ]);
+  const prefs = new Map(prefRows.map((p) => [p.userId, fullPreferences(p)]));
+  const owner = new Map(deviceRows.map((d) => [d.token, d.userId]));
+  const early: Settled = [];
+  const sendable: ClaimedDelivery[] = [];
+  for (const r of items) {
+    const p = prefs.get(r.userId) ?? fullPreferences(undefined);
+    if (owner.get(r.target) !== r.userId) early.push([r, { status: 'skipped', reason: 'device unregistered' }]);
+    else if (!p.enabled || !p.types[r.notification.type]) early.push([r, { status: 'skipped', reason: 'preferences' }]);
+    else sendable.push(r);
+  }
+  await ctx.settle(early);
+
+  const sendChunk = async (batch: ClaimedDelivery[]) => {
+    if (opts.pausedBy.reason) {
+      await ctx.settle(batch.map((r) => [r, { status: 'paused', reason: opts.pausedBy.reason! }]));
+      return;
+    }
+    const messages: ExpoMessage[] = batch.map((r) => ({
+      to: r.target,
+      title: r.notification.title,
+      body: r.notification.message,
+      data: { ...r.notification.data, notificationId: r.notification.id, type: r.notification.type },
+      sound: 'default',
+      priority: 'high',
+    }));
+    let tickets: ExpoTicket[];
+    try {
+      tickets = await sendExpoBatch(ctx.config, messages, { timeoutMs: opts.timeoutMs });
+    } catch (err) {
+      const result = requestFailure(err);
+      if (result.status === 'paused') opts.pausedBy.reason = result.reason;
+      await ctx.settle(batch.map((r) => [r, result]));
+      return;
+    }
+    const now = ctx.clock();
+    const ok: { id: string; token: string; deliveryId: string; createdAt: Date }[] = [];
+    const gone: string[] = [];
+    const results: Settled = tickets.map((t, i) => {
+      const row = batch[i];
+      if (t.status === 'ok' && typeof t.id === 'string') {
+        ok.push({ id: t.id, token: row.target, deliveryId: row.id, createdAt: now });
+        return [row, { status: 'sent' }];
+      }
+      const code = (t.status === 'error' && t.details?.error) || 'UnknownError';
+      const text = `Expo ticket ${code}${t.status === 'error' && t.message ? `: ${t.message.slice(0, 200)}` : ''}`;
+      if (code === 'DeviceNotRegistered') {
+        gone.push(row.target);
+        return [row, { status: 'skipped', reason: 'device unregistered (DeviceNotRegistered)' }];
+      }
+      if (code === 'InvalidCredentials') {
+        opts.pausedBy.reason = 'InvalidCredentials';
+        return [row, { status: 'paused', reason: 'InvalidCredentials' }];
+      }
+      if (FATAL_TICKET_ERRORS.has(code)) return [row, { status: 'failed', error: text }];
+      // MessageRateExceeded and anything Expo may add later: back off and try again.
+      return [row, { status: 'retry', error: text }];
+    });
+    // Accepted first: the window in which a kill could lose an acceptance stays as short as the writes.
+    await ctx.settle(results);
+    if (ok.length > 0) await ctx.db.insert(pushTickets).values(ok).onConflictDoNothing();
+    await removeDevices(ctx.db, gone);
+  };
+  await Promise.all(chunk(sendable, EXPO_SEND_BATCH).map((batch) => opts.gate.run(() => sendChunk(batch))));
+}
+
+/** docs/decisions.md §13.2: a DeviceNotRegistered receipt makes its ledger row `skipped`. */
+async function markReceiptGone(db: DbOrTx, deliveryIds: string[], now: Date) {
+  await db
+    .update(notificationDeliveries)
+    .set({ status: 'skipped', lastError: 'device unregistered (DeviceNotRegistered receipt)', updatedAt: now })
+    .where(inArray(notificationDeliveries.id, deliveryIds));
 }
 
 export interface ReceiptCheckOptions {
@@ -154,16 +228,20 @@ export async function checkPushReceipts(
     );
     const done: string[] = [];
     const gone: string[] = [];
+    const goneRows: string[] = [];
     for (const t of batch) {
       const r = receipts[t.id];
       if (!r) continue; // not ready yet: ask again next time
       done.push(t.id);
       if (r.status === 'error') {
-        if (r.details?.error === 'DeviceNotRegistered') gone.push(t.token);
-        else deps.log.warn({ error: r.details?.error ?? r.message }, 'Expo push receipt reports an error');
+        if (r.details?.error === 'DeviceNotRegistered') {
+          gone.push(t.token);
+          if (t.deliveryId) goneRows.push(t.deliveryId);
+        } else deps.log.warn({ error: r.details?.error ?? r.message }, 'Expo push receipt reports an error');
       }
     }
     await removeDevices(deps.db, gone);
+    if (goneRows.length > 0) await markReceiptGone(deps.db, goneRows, deps.clock());
     removed += gone.length;
     if (done.length > 0) await deps.db.delete(pushTickets).where(inArray(pushTickets.id, done));
   }
