@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { doublePrecision, index, integer, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+import { boolean, doublePrecision, index, integer, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
 
 /** An event group is one venue event: `pm-<gamma event id>` or `ks-<event ticker>`. */
 export const eventGroups = pgTable(
@@ -17,6 +17,10 @@ export const eventGroups = pgTable(
     totalVolume: doublePrecision('total_volume').notNull().default(0),
     marketCount: integer('market_count').notNull().default(0),
     seriesTicker: text('series_ticker'),
+    /** USD over the last 24 h, the sum of its markets' (ranks groups for PRICE_TRACK_TOP, docs/decisions.md §11.2). */
+    volume24h: doublePrecision('volume_24h').notNull().default(0),
+    /** Last read of the group's detail or chart: its markets are tracked for 24 h after (docs/venues.md "Tracked markets"). */
+    readAt: timestamp('read_at', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
     lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull().defaultNow(),
@@ -25,6 +29,15 @@ export const eventGroups = pgTable(
     index('event_groups_list_idx').on(t.totalVolume.desc(), t.id),
     index('event_groups_status_cat_idx').on(t.status, t.category, t.totalVolume.desc(), t.id),
     index('event_groups_category_idx').on(t.category, t.totalVolume.desc(), t.id),
+    index('event_groups_volume_24h_idx')
+      .on(t.volume24h.desc())
+      .where(sql`${t.status} = 'active'`),
+    index('event_groups_read_idx')
+      .on(t.readAt)
+      .where(sql`${t.readAt} is not null`),
+    index('event_groups_venue_seen_idx')
+      .on(t.venue, t.lastSeenAt)
+      .where(sql`${t.status} = 'active'`),
   ],
 );
 
@@ -39,11 +52,16 @@ export const markets = pgTable(
     venue: text('venue').notNull(),
     venueMarketId: text('venue_market_id').notNull(),
     title: text('title').notNull(),
+    /** The label of the side `yes_price` prices (docs/venues.md "Titles and outcome labels"). */
+    outcome: text('outcome').notNull().default('Yes'),
     yesPrice: doublePrecision('yes_price'),
     volume: doublePrecision('volume').notNull().default(0),
+    volume24h: doublePrecision('volume_24h').notNull().default(0),
     status: text('status').notNull().default('active'),
     yesTokenId: text('yes_token_id'),
     priceUpdatedAt: timestamp('price_updated_at', { withTimezone: true }),
+    /** Last price cycle that refreshed it as a tracked market (docs/decisions.md §11.2, §11.4). */
+    trackedAt: timestamp('tracked_at', { withTimezone: true }),
     historyBackfilledAt: timestamp('history_backfilled_at', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
@@ -56,7 +74,7 @@ export const markets = pgTable(
   ],
 );
 
-/** Price history, downsampled by the price-sync job (minute points for a day, hourly after). */
+/** Price history, downsampled by the price-sync job (docs/decisions.md §11.5: minute points 48 h, hourly after). */
 export const priceHistory = pgTable(
   'price_history',
   {
@@ -75,3 +93,31 @@ export const priceHistory = pgTable(
     index('price_history_market_readings_idx').on(t.marketId, t.ts, t.price),
   ],
 );
+
+/**
+ * Per-venue state of the catalogue sync (docs/decisions.md §11.1, §11.4): the
+ * Kalshi `min_updated_ts` watermark, when the last complete listing started
+ * (groups not seen since then left the listing), and the last outcome of the
+ * catalogue and price runs (freshness).
+ */
+export const venueSyncState = pgTable('venue_sync_state', {
+  venue: text('venue').primaryKey(), // 'polymarket' | 'kalshi'
+  /** Kalshi: events updated after this are read by the next incremental pass. */
+  watermark: timestamp('watermark', { withTimezone: true }),
+  /** Start of the last full listing that reached its final page. */
+  fullListedAt: timestamp('full_listed_at', { withTimezone: true }),
+  /** Last catalogue run of this venue that succeeded. */
+  catalogueOkAt: timestamp('catalogue_ok_at', { withTimezone: true }),
+  catalogueFailed: boolean('catalogue_failed').notNull().default(false),
+  pricesFailed: boolean('prices_failed').notNull().default(false),
+  /** Kalshi: when `GET /series` was last stored. */
+  seriesAt: timestamp('series_at', { withTimezone: true }),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
+/** Kalshi series → our category (docs/venues.md "Categories", §5d), refreshed at most daily. */
+export const kalshiSeries = pgTable('kalshi_series', {
+  ticker: text('ticker').primaryKey(),
+  category: text('category').notNull(),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+});

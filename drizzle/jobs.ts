@@ -1,6 +1,6 @@
 import { bigserial, boolean, index, integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
 
-/** One row per job run, kept 14 days; GET /api/v1/internal/jobs shows the last of each. */
+/** One row per job run, kept 14 days; the internal jobs endpoints (docs/decisions.md §9, §15.2) read it. */
 export const jobRuns = pgTable(
   'job_runs',
   {

@@ -93,6 +93,152 @@ describe('internal job endpoints (docs/decisions.md §9)', () => {
   });
 });
 
+describe('job visibility (docs/decisions.md §15.2)', () => {
+  const get = (app: TestApp, url: string, headers: Record<string, string> = auth) => app.app.inject({ method: 'GET', url, headers });
+  type Status = Record<string, any>;
+  const statusOf = async (app: TestApp, name: string): Promise<Status> =>
+    (await get(app, '/api/v1/internal/jobs')).json().jobs.find((j: Status) => j.name === name);
+
+  it('every job is listed with its schedule, even before its first run; JOBS=off → nextRunAt null', async () => {
+    const d = await buildTestApp(
+      { INTERNAL_API_TOKEN: TOKEN },
+      { db: t.db, jobs: [...defs, { name: 'never-run', schedule: '0 0 1 1 *', run: async () => ({ items: 0 }) }] },
+    );
+    try {
+      const never = await statusOf(d, 'never-run');
+      expect(never).toEqual({ name: 'never-run', schedule: '0 0 1 1 *', running: false, nextRunAt: null, lastSuccessAt: null });
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('lastSuccessAt is when the last successful run finished; a failed last run keeps it and shows its error', async () => {
+    const flaky: JobDefinition = {
+      name: 'flaky',
+      schedule: '0 0 1 1 *',
+      run: async () => {
+        if (flakyFails) throw new Error('upstream timed out');
+        return { items: 3 };
+      },
+    };
+    let flakyFails = false;
+    const d = await buildTestApp({ INTERNAL_API_TOKEN: TOKEN }, { db: t.db, jobs: [flaky] });
+    try {
+      const good = (await d.app.inject({ method: 'POST', url: '/api/v1/internal/jobs/flaky', headers: auth })).json();
+      expect(await statusOf(d, 'flaky')).toMatchObject({ ok: true, items: 3, running: false, lastSuccessAt: good.finishedAt });
+      flakyFails = true;
+      const bad = (await d.app.inject({ method: 'POST', url: '/api/v1/internal/jobs/flaky', headers: auth })).json();
+      const status = await statusOf(d, 'flaky');
+      expect(status).toMatchObject({
+        ok: false,
+        items: 0,
+        error: 'upstream timed out',
+        startedAt: bad.startedAt,
+        lastSuccessAt: good.finishedAt,
+      });
+      expect(status.runningSince).toBeUndefined();
+      expect((await statusOf(t, 'failing-job')).lastSuccessAt).toBeNull();
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('nextRunAt is when the schedule fires next (JOBS=on)', async () => {
+    const d = await buildTestApp(
+      { INTERNAL_API_TOKEN: TOKEN, JOBS: 'on' },
+      { db: t.db, jobs: [{ name: 'yearly', schedule: '0 0 1 1 *', run: async () => ({ items: 0 }) }] },
+    );
+    try {
+      await d.app.ready();
+      const next = (await statusOf(d, 'yearly')).nextRunAt;
+      // Midnight of the next 1 January, server time zone.
+      expect(next).toBe(new Date(new Date().getFullYear() + 1, 0, 1).toISOString());
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('running is seen from another instance while a run holds the lock; its run row is `running`, then `succeeded`', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const held: JobDefinition = {
+      name: 'held',
+      schedule: '0 0 1 1 *',
+      run: async () => {
+        await gate;
+        return { items: 7 };
+      },
+    };
+    const a = await buildTestApp({ INTERNAL_API_TOKEN: TOKEN }, { db: t.db, jobs: [held] });
+    const b = await buildTestApp({ INTERNAL_API_TOKEN: TOKEN }, { db: t.db, jobs: [held] });
+    try {
+      const run = a.app.inject({ method: 'POST', url: '/api/v1/internal/jobs/held', headers: auth });
+      let status: Status = {};
+      for (let i = 0; i < 100 && !status.runningSince; i++) {
+        status = await statusOf(b, 'held');
+        if (!status.runningSince) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(status).toMatchObject({ running: true, lastSuccessAt: null });
+      expect(Date.parse(status.runningSince)).not.toBeNaN();
+      const during = (await get(b, '/api/v1/internal/jobs/held/runs')).json();
+      expect(during.runs[0]).toMatchObject({ name: 'held', state: 'running', finishedAt: null, startedAt: status.runningSince });
+      release();
+      const outcome = (await run).json();
+      const after = await statusOf(b, 'held');
+      expect(after).toMatchObject({ running: false, ok: true, items: 7, lastSuccessAt: outcome.finishedAt });
+      expect(after.runningSince).toBeUndefined();
+      const runs = (await get(b, '/api/v1/internal/jobs/held/runs')).json().runs;
+      expect(runs).toHaveLength(1);
+      expect(runs[0]).toMatchObject({ state: 'succeeded', items: 7, startedAt: outcome.startedAt, finishedAt: outcome.finishedAt });
+    } finally {
+      release();
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('a run its instance never finished is `abandoned`, not running', async () => {
+    // What an instance killed mid-run leaves behind.
+    await t.db.db.insert(jobRuns).values({ name: 'ok-job', instanceId: 'gone', startedAt: new Date() });
+    const status = await statusOf(t, 'ok-job');
+    expect(status.running).toBe(false);
+    expect(status.runningSince).toBeUndefined();
+    expect(status.ok).toBe(true);
+    const runs = (await get(t, '/api/v1/internal/jobs/ok-job/runs')).json().runs;
+    expect(runs[0]).toMatchObject({ instanceId: 'gone', state: 'abandoned', finishedAt: null });
+    expect(runs.slice(1).every((r: Status) => r.state === 'succeeded')).toBe(true);
+  });
+
+  it('lists recent runs newest first, at most `limit`', async () => {
+    for (let i = 0; i < 3; i++) await t.app.inject({ method: 'POST', url: '/api/v1/internal/jobs/ok-job', headers: auth });
+    const all = (await get(t, '/api/v1/internal/jobs/ok-job/runs?limit=100')).json();
+    expect(all.name).toBe('ok-job');
+    expect(all.runs.length).toBeGreaterThanOrEqual(5);
+    const starts = all.runs.map((r: Status) => Date.parse(r.startedAt));
+    expect([...starts].sort((x, y) => y - x)).toEqual(starts);
+    const two = (await get(t, '/api/v1/internal/jobs/ok-job/runs?limit=2')).json().runs;
+    expect(two).toEqual(all.runs.slice(0, 2));
+    expect((await get(t, '/api/v1/internal/jobs/ok-job/runs')).json().runs.length).toBe(Math.min(20, all.runs.length));
+  });
+
+  it('bad limit or unknown parameter → 400, unknown job → 404, no token → 401, all problem+json', async () => {
+    for (const q of ['limit=0', 'limit=101', 'limit=abc', 'limit=1.5', 'since=yesterday']) {
+      const res = await get(t, `/api/v1/internal/jobs/ok-job/runs?${q}`);
+      expect(res.statusCode, q).toBe(400);
+      expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+      expect(res.json().code).toBe('VALIDATION_ERROR');
+    }
+    const unknown = await get(t, '/api/v1/internal/jobs/nope/runs');
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.headers['content-type']).toMatch(/application\/problem\+json/);
+    expect(unknown.json()).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+    expect((await get(t, `/api/v1/internal/jobs/${'x'.repeat(65)}/runs`)).statusCode).toBe(400);
+    const noToken = await get(t, '/api/v1/internal/jobs/ok-job/runs', {});
+    expect(noToken.statusCode).toBe(401);
+    expect(noToken.json().code).toBe('UNAUTHORIZED');
+  });
+});
+
 describe('internal tree without INTERNAL_API_TOKEN', () => {
   it('answers 404', async () => {
     const d = await buildTestApp({}, { db: t.db, jobs: defs });

@@ -8,6 +8,7 @@ import { REDIS_URL } from './helpers/env.js';
 import { startServer, waitForExit, waitForHttp } from './helpers/server-process.js';
 import { freePort } from './helpers/services.js';
 import { loadSampleData, startFakeVenues, type FakeVenues } from './fakes/venues/index.js';
+import { gammaYesOf, setGammaYes } from './fakes/venues/prices.js';
 import { solanaWallet } from './auth/helpers.js';
 import { ack, closeAll, connect, next, record, sleep } from './realtime/helpers.js';
 
@@ -272,7 +273,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
 
     const crossed = Math.round((target + 0.05) * 100) / 100;
     const e = venues.gamma.state.events.find((x) => x.id === '30112');
-    e.markets[0].outcomePrices = JSON.stringify([String(crossed), String(Math.round((1 - crossed) * 100) / 100)]);
+    setGammaYes(e.markets[0], crossed);
     const runs = await Promise.all([runJob(A, 'price-sync'), runJob(B, 'price-sync'), runJob(B, 'price-sync'), runJob(A, 'price-sync')]);
     for (const r of runs) expect(r.json, r.text).toMatchObject({ name: 'price-sync', ok: true });
 
@@ -296,9 +297,9 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     const strays = record(onB, 'market:update');
 
     const e = venues.gamma.state.events.find((x) => x.id === '30112');
-    const current = Number(JSON.parse(e.markets[0].outcomePrices)[0]);
+    const current = gammaYesOf(e.markets[0]);
     const price = current > 0.5 ? 0.12 : 0.88;
-    e.markets[0].outcomePrices = JSON.stringify([String(price), String(Math.round((1 - price) * 100) / 100)]);
+    setGammaYes(e.markets[0], price);
     const update = next<any>(onA, 'market:update', 10_000);
     const run = await runJob(B, 'price-sync');
     expect(run.json, run.text).toMatchObject({ ok: true });
@@ -307,7 +308,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     const s = await signIn(B, B);
     expect(s.res.status, s.res.text).toBe(201);
     const userOnA = await connect(A.url, { token: s.accessToken, extraHeaders: { 'x-forwarded-for': freshIp() } });
-    expect(await ack(userOnA, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true });
+    expect(await ack(userOnA, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true, seq: 0 });
     const note = next<any>(userOnA, 'notification', 10_000);
     const raised = await call(B, 'POST', '/api/v1/internal/notifications', {
       headers: INTERNAL,

@@ -221,7 +221,7 @@ export interface paths {
         };
         /**
          * Event groups from Polymarket and Kalshi, by total volume
-         * @description Ordered by `totalVolume` descending, then `id`. `category` is matched case-insensitively (categories are stored upper case); `status` is one of active, closed, resolved (every status when omitted). `limit` 1–100 (default 50; over 100 is a 400), `offset` ≥ 0. `total` counts every group matching the filters. Served from a per-instance cache refreshed when the sync jobs write (at most 5 s stale).
+         * @description Ordered by `totalVolume` descending, then `id`. `category` is matched case-insensitively (categories are stored upper case); `status` is one of active, closed, resolved (every status when omitted). `limit` 1–100 (default 50; over 100 is a 400), `offset` ≥ 0. `total` counts every group matching the filters. `syncedAt`: the older of the two venues’ last successful catalogue refresh; `stale` when that is older than 15 minutes or the latest catalogue run of either venue failed (docs/decisions.md §11.4). `Last-Modified` is `syncedAt` (to the second), absent while it is null. Served from a per-instance cache refreshed when the sync jobs write (at most 5 s stale).
          */
         get: operations["listEvents"];
         put?: never;
@@ -241,7 +241,7 @@ export interface paths {
         };
         /**
          * One event group with its markets
-         * @description Markets ordered by volume descending. No `marketCount` or `imageUrl` here (docs/api-contract.md §2). 404 NOT_FOUND for an unknown slug. Served from a per-instance cache refreshed when the sync jobs write (at most 5 s stale).
+         * @description Markets ordered by volume descending: only those that opened (placeholders are left out), each with the `outcome` its `yesPrice` prices, its `status` and `priceUpdatedAt`. No `marketCount` or `imageUrl` here (docs/api-contract.md §2). 404 NOT_FOUND for an unknown slug. Reading a group’s detail or chart makes its markets tracked for 24 h: their prices are refreshed every 60 s from the next cycle on (docs/decisions.md §11.2). `syncedAt`: the oldest `priceUpdatedAt` of its markets (else the catalogue refresh); `stale` when older than 3 minutes for a tracked group, 90 minutes otherwise, or when its venue’s latest run failed. `Last-Modified` is `syncedAt` (to the second). Served from a per-instance cache refreshed when the sync jobs write (at most 5 s stale).
          */
         get: operations["getEvent"];
         put?: never;
@@ -261,7 +261,7 @@ export interface paths {
         };
         /**
          * Price history of the group’s top markets, for a multi-line chart
-         * @description `range`: 1D, 1W (default), 1M or ALL (since the first stored point). `markets`: lines to draw, 1–10 (default 5), the group’s markets with the most volume. At most 300 points per line: the range is cut into 299 equal buckets and each keeps its last price; the first point carries the last price before the range to its start. Stored history: minute points for the last day, hourly up to 90 days, daily beyond. Served from a per-instance cache refreshed when the sync jobs write (at most 5 s stale).
+         * @description `range`: 1D, 1W (default), 1M or ALL (since the first stored point). `markets`: lines to draw, 1–10 (default 5), the group’s markets with the most volume. At most 300 points per line: the range is cut into 299 equal buckets and each keeps its last price; the first point carries the last price before the range to its start. Points are our own, stored from the first time a market is tracked (the venue backfill seeds what the venue still has): minute points for 48 h, hourly after that, kept after the market resolves, so `ALL` covers its whole stored life. `syncedAt`, `stale` and `Last-Modified` as on the group’s detail. Served from a per-instance cache refreshed when the sync jobs write (at most 5 s stale).
          */
         get: operations["getEventChart"];
         put?: never;
@@ -300,8 +300,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The last run of each job
-         * @description The last run of each job
+         * Every job: its last finished run, last success, next scheduled run and whether it runs now
+         * @description One entry per job, in the cron table’s order, whether or not it has run yet. `ok`, `startedAt`, `finishedAt`, `items` and `error` describe the last finished run and are absent before the first. `running` holds across instances (the job’s advisory lock); `nextRunAt` is this instance’s schedule (null with JOBS=off).
          */
         get: operations["listJobs"];
         put?: never;
@@ -326,6 +326,26 @@ export interface paths {
          * @description Answers 200 whether the job succeeded or not (`ok: false` and `error` when it failed). Waits while another instance runs the same job.
          */
         post: operations["runJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/internal/jobs/{name}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Recent runs of one job, newest first
+         * @description Runs of every instance, kept 14 days. `limit` 1–100 (default 20). A run that never finished and is not running any more is `abandoned`. Unknown job → 404.
+         */
+        get: operations["listJobRuns"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -489,7 +509,7 @@ export interface paths {
         };
         /**
          * The caller's notifications, newest first
-         * @description Filters `read` (`true`/`false`) and `type`; keyset pagination with an opaque `cursor` (`nextCursor` is null on the last page). `unreadCount` counts every unread notification of the caller, whatever the filters.
+         * @description Filters `read` (`true`/`false`) and `type`; keyset pagination with an opaque `cursor` (`nextCursor` is null on the last page). `unreadCount` counts every unread notification of the caller, whatever the filters. `seq` is the caller's latest `user:notifications` stream seq when the page was read: subscribe with it as `lastSeq` to receive every later change (docs/decisions.md §12.4).
          */
         get: operations["listNotifications"];
         put?: never;
@@ -692,6 +712,13 @@ export interface components {
                 marketId: string;
                 title: string;
             }[];
+            /** @description True when the data is older than its bound or the venue’s latest run failed: the last good data, marked stale */
+            stale: boolean;
+            /**
+             * Format: date-time
+             * @description When the data was last read from the venue (see the operation); null before the first successful read
+             */
+            syncedAt: string | null;
         };
         EventDetail: {
             category: string;
@@ -699,25 +726,49 @@ export interface components {
             id: string;
             markets: {
                 id: string;
+                /** @description The label of the side `yesPrice` prices: "Yes", or e.g. "Up", "Ravens" */
+                outcome: string;
+                /**
+                 * Format: date-time
+                 * @description When the price, or its absence, was last read from the venue; null only if never read
+                 */
+                priceUpdatedAt: string | null;
+                /** @enum {string} */
+                status: "active" | "closed" | "resolved";
+                /** @description Names the outcome the market prices (docs/venues.md "Titles and outcome labels") */
                 title: string;
                 /** @description USD */
                 volume: number;
-                /** @description Probability in [0, 1] */
-                yesPrice: number;
+                /** @description Probability in [0, 1]: the midpoint when the spread is at most 0.10, else the last trade; null when the venue has no quote and no trade. A resolved market: its settlement (1 or 0) */
+                yesPrice: number | null;
             }[];
             slug: string;
+            /** @description True when the data is older than its bound or the venue’s latest run failed: the last good data, marked stale */
+            stale: boolean;
             /** @enum {string} */
             status: "active" | "closed" | "resolved";
+            /**
+             * Format: date-time
+             * @description When the data was last read from the venue (see the operation); null before the first successful read
+             */
+            syncedAt: string | null;
             title: string;
             totalVolume: number;
         };
         EventList: {
             events: components["schemas"]["EventSummary"][];
+            /** @description True when the data is older than its bound or the venue’s latest run failed: the last good data, marked stale */
+            stale: boolean;
+            /**
+             * Format: date-time
+             * @description When the data was last read from the venue (see the operation); null before the first successful read
+             */
+            syncedAt: string | null;
             /** Format: int64 */
             total: number;
         };
         EventSummary: {
-            /** @description Upper case, e.g. POLITICS, SPORTS, CRYPTO, ECONOMICS */
+            /** @description One of POLITICS, SPORTS, CRYPTO, ECONOMICS, TECH, CULTURE, WEATHER, OTHER (docs/venues.md "Categories") */
             category: string;
             id: string;
             /**
@@ -744,6 +795,50 @@ export interface components {
             ok: boolean;
             startedAt: string;
         };
+        JobRun: {
+            error?: string;
+            finishedAt: string | null;
+            /** Format: int64 */
+            id: number;
+            /** @description The instance that ran it */
+            instanceId: string;
+            /** Format: int64 */
+            items: number;
+            name: string;
+            /** Format: date-time */
+            startedAt: string;
+            /**
+             * @description `abandoned`: never finished and no longer running (its instance stopped mid-run)
+             * @enum {string}
+             */
+            state: "running" | "succeeded" | "failed" | "abandoned";
+        };
+        JobStatus: {
+            /** @description Why the last finished run failed */
+            error?: string;
+            /** Format: date-time */
+            finishedAt?: string;
+            /** Format: int64 */
+            items?: number;
+            /** @description When a run last finished successfully, on any instance; null before the first */
+            lastSuccessAt: string | null;
+            name: string;
+            /** @description When this instance’s schedule fires next; null with JOBS=off (only run-now runs jobs) or while shutting down */
+            nextRunAt: string | null;
+            /** @description The last finished run: whether it succeeded (absent before the first run) */
+            ok?: boolean;
+            /** @description A run is in progress on some instance right now (the job’s PostgreSQL advisory lock is held) */
+            running: boolean;
+            /**
+             * Format: date-time
+             * @description When the run in progress started (present while `running`)
+             */
+            runningSince?: string;
+            /** @description The cron expression (node-cron; six fields when it has seconds), in the server’s time zone */
+            schedule: string;
+            /** Format: date-time */
+            startedAt?: string;
+        };
         LeaderboardEntry: {
             avatarUrl: string;
             avgEntry: number;
@@ -769,13 +864,13 @@ export interface components {
             /** Format: int64 */
             wins: number;
         };
-        /** @description `market:update` on `market:<marketId>`: the market’s price or volume changed */
+        /** @description `market:update` on `market:<marketId>`: the market’s price or volume changed. Within 2 s of a venue change for a Polymarket market with a live subscriber (docs/decisions.md §11.2), else from the 60 s price cycle */
         MarketUpdate: {
             /** @description Our market id: `pm-<id>` or `ks-<ticker>` */
             marketId: string;
             /**
              * Format: date-time
-             * @description ISO 8601: when the sync saw the change
+             * @description ISO 8601: when the sync, or the venue socket of a hot market, saw the change
              */
             timestamp: string;
             volume: number;
@@ -825,6 +920,77 @@ export interface components {
             title: string;
             /** @enum {string} */
             type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed";
+        };
+        /** @description `notification:deleted` on `user:notifications`: one notification was removed */
+        NotificationDeletedEvent: {
+            id: string;
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
+        };
+        /** @description `notification` on `user:notifications`: a new Notification, with the stream `seq` and the unread count after it */
+        NotificationEvent: {
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                [key: string]: unknown;
+            };
+            id: string;
+            message: string;
+            read: boolean;
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            title: string;
+            /** @enum {string} */
+            type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed";
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
+        };
+        /** @description `notifications:read-all` on `user:notifications`: mark-all-read changed something */
+        NotificationsReadAllEvent: {
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
+            /**
+             * Format: int64
+             * @description How many notifications changed from unread to read
+             */
+            updated: number;
+        };
+        /** @description `notification:updated` on `user:notifications`: one notification was marked read */
+        NotificationUpdatedEvent: {
+            id: string;
+            read: boolean;
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
         };
         PriceAlert: {
             active: boolean;
@@ -2306,7 +2472,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        jobs: components["schemas"]["JobOutcome"][];
+                        jobs: components["schemas"]["JobStatus"][];
                     };
                 };
             };
@@ -2335,6 +2501,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description A job name such as `price-sync` */
                 name: string;
             };
             cookie?: never;
@@ -2348,6 +2515,70 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobOutcome"];
+                };
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listJobRuns: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description A job name such as `price-sync` */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        runs: components["schemas"]["JobRun"][];
+                    };
                 };
             };
             /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
@@ -2969,6 +3200,11 @@ export interface operations {
                         /** @description null on the last page */
                         nextCursor: string | null;
                         notifications: components["schemas"]["Notification"][];
+                        /**
+                         * Format: int64
+                         * @description The user's latest stream `seq` when the page was read (docs/decisions.md §12.4): subscribe to `user:notifications` with it as `lastSeq` to get every change after this page
+                         */
+                        seq: number;
                         /**
                          * Format: int64
                          * @description All unread notifications of the user, whatever the filters

@@ -30,6 +30,8 @@ export interface DbHandle {
     fn: () => Promise<T>,
     opts?: { wait?: boolean; timeoutMs?: number },
   ): Promise<{ acquired: true; value: T } | { acquired: false }>;
+  /** Which of `keys` some session (any instance, this one included) holds as an advisory lock right now. */
+  advisoryLocksHeld(keys: bigint[]): Promise<Set<bigint>>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -108,6 +110,16 @@ async function createPostgres(url: string, opts: { max?: number; applicationName
         conn.release();
       }
     },
+    async advisoryLocksHeld(keys) {
+      if (keys.length === 0) return new Set();
+      // A bigint advisory lock shows in pg_locks as classid (high 32 bits), objid (low 32 bits), objsubid 1.
+      const held = await client<{ key: string }[]>`
+        select ((classid::bigint << 32) | objid::bigint)::text as key from pg_locks
+        where locktype = 'advisory' and objsubid = 1 and granted
+          and database = (select oid from pg_database where datname = current_database())`;
+      const all = new Set(held.map((r) => BigInt(r.key)));
+      return new Set(keys.filter((k) => all.has(k)));
+    },
     async ping() {
       await client`select 1`;
     },
@@ -158,6 +170,9 @@ async function createPglite(location: string): Promise<DbHandle> {
       } finally {
         held.delete(key);
       }
+    },
+    async advisoryLocksHeld(keys) {
+      return new Set(keys.filter((k) => held.has(k)));
     },
     async ping() {
       await pg.query('select 1');

@@ -2,8 +2,8 @@ import fp from 'fastify-plugin';
 import cron, { type ScheduledTask } from 'node-cron';
 import { eq, and, lt, sql } from 'drizzle-orm';
 import { jobRuns } from '../../drizzle/index.js';
-import { lockKey } from '../db/index.js';
-import type { JobDefinition, JobDeps, JobOutcome } from './types.js';
+import { jobLockKey, jobStatuses } from './runs.js';
+import type { JobDefinition, JobDeps, JobOutcome, JobStatus } from './types.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -13,6 +13,8 @@ declare module 'fastify' {
       run(name: string): Promise<JobOutcome>;
       /** What a run gets (tests call domain functions with it). */
       deps(): JobDeps;
+      /** docs/decisions.md §15.2: each job's last run, last success, next scheduled run and whether it runs now. */
+      statuses(): Promise<JobStatus[]>;
     };
   }
 }
@@ -23,6 +25,8 @@ export interface JobsOptions {
   definitions: JobDefinition[];
   /** Told each finished run's outcome (the metrics plugin counts runs, failures and durations). */
   onJobFinished?: (outcome: JobOutcome) => void;
+  /** Markets with a `market:<id>` subscriber on any instance; default: this instance's Socket.IO rooms. */
+  subscribedMarketIds?: () => Promise<string[]>;
 }
 
 /**
@@ -35,10 +39,18 @@ export const jobsPlugin = fp<JobsOptions>(
   async (app, opts) => {
     const defs = new Map(opts.definitions.map((d) => [d.name, d]));
     const running = new Set<Promise<unknown>>();
-    const tasks: ScheduledTask[] = [];
+    const tasks = new Map<string, ScheduledTask>();
     let closing = false;
 
-    const deps = (): JobDeps => ({
+    // Without a cross-instance source, the market rooms this instance's sockets joined.
+    const localSubscriptions = async (): Promise<string[]> => {
+      if (!app.hasDecorator('io')) return [];
+      const out: string[] = [];
+      for (const room of app.io.of('/').adapter.rooms.keys()) if (room.startsWith('market:')) out.push(room.slice('market:'.length));
+      return out;
+    };
+
+    const deps = (trigger: JobDeps['trigger'] = 'manual'): JobDeps => ({
       db: app.db,
       dbh: app.dbh,
       config: app.config,
@@ -49,12 +61,14 @@ export const jobsPlugin = fp<JobsOptions>(
       dataChanged: (topic) => app.signals.emit('dataChanged', topic),
       delivery: app.delivery,
       venues: app.venues,
+      subscribedMarketIds: opts.subscribedMarketIds ?? localSubscriptions,
+      trigger,
     });
 
     async function execute(def: JobDefinition, wait: boolean): Promise<JobOutcome | undefined> {
       const log = app.log.child({ job: def.name });
       const locked = await app.dbh.withAdvisoryLock(
-        lockKey(`job:${def.name}`),
+        jobLockKey(def.name),
         async () => {
           const started = app.clock();
           const [row] = await app.db
@@ -63,7 +77,7 @@ export const jobsPlugin = fp<JobsOptions>(
             .returning({ id: jobRuns.id });
           let outcome: JobOutcome;
           try {
-            const { items } = await def.run(deps());
+            const { items } = await def.run(deps(wait ? 'manual' : 'schedule'));
             outcome = { name: def.name, ok: true, startedAt: started.toISOString(), finishedAt: app.clock().toISOString(), items };
             log.info({ items, ms: Date.now() - started.getTime() }, 'job finished');
           } catch (err) {
@@ -106,12 +120,23 @@ export const jobsPlugin = fp<JobsOptions>(
 
     app.decorate('jobs', {
       names: () => [...defs.keys()],
-      deps,
+      deps: () => deps(),
       async run(name: string) {
         const def = defs.get(name);
         if (!def) throw new Error(`unknown job ${name}`);
         const outcome = await track(execute(def, true));
         return outcome!;
+      },
+      statuses() {
+        return jobStatuses(
+          app.dbh,
+          [...defs.values()].map((d) => ({
+            name: d.name,
+            schedule: d.schedule,
+            // Only scheduled tasks have a next run: none with JOBS=off, none once closing.
+            nextRunAt: closing ? null : (tasks.get(d.name)?.getNextRun() ?? null),
+          })),
+        );
       },
     });
 
@@ -122,7 +147,7 @@ export const jobsPlugin = fp<JobsOptions>(
             if (closing) return;
             track(execute(def, false)).catch((err) => app.log.error({ err, job: def.name }, 'job crashed'));
           };
-          tasks.push(cron.schedule(def.schedule, tick, { name: def.name, noOverlap: true }));
+          tasks.set(def.name, cron.schedule(def.schedule, tick, { name: def.name, noOverlap: true }));
           tick(); // docs/decisions.md §9: each runs once at start
         }
       });
@@ -130,7 +155,7 @@ export const jobsPlugin = fp<JobsOptions>(
 
     app.addHook('preClose', async () => {
       closing = true;
-      for (const t of tasks) await t.destroy();
+      for (const t of tasks.values()) await t.destroy();
     });
     app.addHook('onClose', async () => {
       await Promise.allSettled([...running]);

@@ -1,31 +1,34 @@
-import { checkPriceAlerts } from '../domains/alerts/service.js';
-import { publishPriceChanges, syncPrices, type SyncOutcome } from '../domains/events/ingest.js';
+import { backfillTrackedHistory, compactHistory } from '../domains/events/history.js';
+import { refreshTrackedPrices } from '../domains/events/prices.js';
+import { handlePriceChanges } from './events-sync.js';
 import { lastSuccessAt } from './runs.js';
 import type { JobDefinition } from './types.js';
 
 const NAME = 'price-sync';
 
 /**
- * docs/decisions.md §5, §9: every 60 s, prices from the venues' listing calls
- * and price history (compacted since this job's last successful run); then the
- * event caches drop, `market:<id>` updates go out and the price alerts the
- * changes cross fire (docs/decisions.md §6). A venue outage fails the run
- * after the other venue's changes are handled.
+ * docs/decisions.md §5, §9, §11.2: every 60 s, the prices of the tracked
+ * markets through the venues' batch endpoints; changes go out on
+ * `market:<id>` and through the price-alert check as they are written; then
+ * the chart backfill of newly tracked markets and the history compaction
+ * since this job's last successful run. A venue outage fails the run after
+ * the other venue's prices are written.
  */
 export const priceSyncJob: JobDefinition = {
   name: NAME,
   schedule: '* * * * *',
   async run(deps) {
     const since = await lastSuccessAt(deps.db, NAME);
-    let synced: SyncOutcome;
+    let outcome;
     try {
-      synced = await syncPrices(deps, { compactSince: since });
+      outcome = await refreshTrackedPrices(deps, { onChanges: handlePriceChanges(deps) });
+      const backfill = await backfillTrackedHistory(deps);
+      if (backfill.done > 0) deps.dataChanged('events');
+      await compactHistory(deps, since);
     } finally {
       deps.dataChanged('events');
     }
-    publishPriceChanges(deps, synced.changes);
-    await checkPriceAlerts(deps, synced.changes);
-    if (synced.failure) throw synced.failure;
-    return { items: synced.items };
+    if (outcome.failures.length > 0) throw new Error(`venue prices failed (${outcome.failures.join('; ')})`);
+    return { items: outcome.items };
   },
 };

@@ -23,8 +23,15 @@ export interface JobDeps {
   dataChanged(topic: DataTopic): void;
   /** The notify path's delivery state (channels, in-flight kicks): notify() and delivery-sweep use it. */
   delivery: DeliveryState;
-  /** The process's venue clients: one rate limiter per venue API, shared with the on-demand paths (app.venues). */
+  /** The process's venue clients (one rate limiter per venue API), shared with the on-demand paths. */
   venues: VenueClients;
+  /**
+   * Markets with a `market:<id>` subscriber on any instance (docs/decisions.md
+   * §11.2, price tracking). Default: this instance's Socket.IO rooms.
+   */
+  subscribedMarketIds?: () => Promise<string[]>;
+  /** `manual` for the run-now endpoint and app.jobs.run (events-sync then does a full reconcile). */
+  trigger: 'schedule' | 'manual';
 }
 
 export interface JobResult {
@@ -45,6 +52,28 @@ export interface JobOutcome {
   ok: boolean;
   startedAt: string;
   finishedAt: string;
+  items: number;
+  error?: string;
+}
+
+/** docs/decisions.md §15.2: one entry of GET /internal/jobs. The last finished run's fields are absent before the first. */
+export interface JobStatus extends Partial<JobOutcome> {
+  name: string;
+  schedule: string;
+  running: boolean;
+  runningSince?: string;
+  nextRunAt: string | null;
+  lastSuccessAt: string | null;
+}
+
+/** docs/decisions.md §15.2: one row of GET /internal/jobs/:name/runs. */
+export interface JobRun {
+  id: number;
+  name: string;
+  instanceId: string;
+  state: 'running' | 'succeeded' | 'failed' | 'abandoned';
+  startedAt: string;
+  finishedAt: string | null;
   items: number;
   error?: string;
 }

@@ -22,7 +22,7 @@ const DESCRIPTION = `Backend of the prediction-market trading platform.
 * Every error is RFC 9457 problem details (\`application/problem+json\`) with a stable \`code\`.
 * Under overload any route but the health probes may answer 503 \`UNAVAILABLE\` with \`Retry-After\` at once, rather than queue the request.
 * Rate-limited routes answer 429 with \`Retry-After\` and \`RateLimit-Limit\`, \`RateLimit-Remaining\`, \`RateLimit-Reset\` (seconds).
-* Live updates: Socket.IO at \`/socket.io/\`; the \`x-realtime\` section lists each channel's events and their payload schemas.`;
+* Live updates: Socket.IO at \`/socket.io/\`, described by the AsyncAPI 3 document [/docs/asyncapi.json](/docs/asyncapi.json); the \`x-realtime\` section here lists each channel's events and their payload schemas.`;
 
 const PROBLEM_REF = { $ref: '#/components/schemas/Problem' };
 const RATE_LIMIT_HEADERS = {
@@ -163,9 +163,11 @@ function finishDocument(input: Json): Json {
 export interface DocsOptions {
   /** Top-level `x-…` sections of the document (the realtime contract: `x-realtime`). */
   extensions?: Record<`x-${string}`, unknown>;
+  /** The AsyncAPI document served at /docs/asyncapi.json (docs/decisions.md §15.4). */
+  asyncapi?: Record<string, unknown>;
 }
 
-/** OpenAPI 3.1 at /docs/json generated from the Zod route schemas; Swagger UI at /docs. */
+/** OpenAPI 3.1 at /docs/json generated from the Zod route schemas; Swagger UI at /docs; AsyncAPI at /docs/asyncapi.json. */
 export const docsPlugin = fp<DocsOptions>(
   async (app, opts) => {
     // The reference and its assets are public.
@@ -236,6 +238,12 @@ export const docsPlugin = fp<DocsOptions>(
       transformObject: (args) => finishDocument(jsonSchemaTransformObject(args) as Json) as never,
     });
     await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+    if (opts.asyncapi) {
+      const body = JSON.stringify(opts.asyncapi);
+      app.get('/docs/asyncapi.json', { schema: { hide: true } }, (_request, reply) => {
+        reply.type('application/json; charset=utf-8').send(body);
+      });
+    }
   },
   { name: 'docs', fastify: '5.x' },
 );

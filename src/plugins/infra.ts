@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { createVenueClients, type VenueClientOptions, type VenueClients } from '../venues/clients.js';
 import { randomUUID } from 'node:crypto';
 import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
@@ -45,6 +46,11 @@ declare module 'fastify' {
     bus: EventEmitter<{ publish: [Published] }>;
     /** Cache-invalidation signals inside this process (not sent to clients). */
     signals: Signals;
+    /**
+     * One HTTP client and rate limiter per venue API for the whole process
+     * (docs/venues.md "What we call"): jobs and on-demand paths share them.
+     */
+    venues: VenueClients;
   }
 }
 
@@ -55,6 +61,8 @@ export interface InfraOptions {
   keyPrefix?: string;
   clock?: () => Date;
   migrate?: boolean;
+  /** Options of the venue clients (tests raise the budgets to run fast). */
+  venueClients?: VenueClientOptions;
 }
 
 /**
@@ -69,6 +77,7 @@ export const infraPlugin = fp<InfraOptions>(
     const instanceId = randomUUID();
     app.decorate('instanceId', instanceId);
     app.decorate('clock', opts.clock ?? (() => new Date()));
+    app.decorate('venues', createVenueClients(config, opts.venueClients));
     app.decorate('keyPrefix', opts.keyPrefix ?? 'pb:');
 
     // An application_name of its own lets PostgreSQL tell this instance's

@@ -1,12 +1,27 @@
-import type { GroupStatus, MarketStatus, Venue } from './groups.js';
-
 /**
  * Our shape of a venue event group as docs/venues.md "What we call" defines
  * it (titles, outcome labels, the one price rule, market status, markets of
  * a group, categories). The pure mappers of polymarket/gamma-map.ts and
- * kalshi/events-map.ts produce it; phase 2 of the catalogue ingestion writes
- * it. (groups.ts keeps the older shape the current ingestion still writes.)
+ * kalshi/events-map.ts produce it; src/domains/events/catalogue.ts writes it.
  */
+export type Venue = 'polymarket' | 'kalshi';
+export type GroupStatus = 'active' | 'closed' | 'resolved';
+export type MarketStatus = 'active' | 'closed' | 'resolved';
+
+/** What a pure mapper gives for one venue row. */
+export interface MapResult<T> {
+  value?: T;
+  /** Rows left out (the event itself, or some of its markets). */
+  skipped: number;
+  /** The group id when the event row itself was malformed but named an id. */
+  malformedId?: string;
+}
+
+/** A price point of a chart backfill. */
+export interface HistoryPoint {
+  ts: Date;
+  price: number;
+}
 
 /** docs/venues.md "Categories": one closed set for both venues. */
 export const CATEGORIES = ['POLITICS', 'SPORTS', 'CRYPTO', 'ECONOMICS', 'TECH', 'CULTURE', 'WEATHER', 'OTHER'] as const;
@@ -61,6 +76,19 @@ export interface CataloguePage {
   duplicates: number;
   /** Raw rows the venue sent in this page. */
   received: number;
+}
+
+/**
+ * Upper-case, `_`-separated (docs/decisions.md §5): list filters go through
+ * it, so `politics` matches POLITICS.
+ */
+export function normalizeCategory(raw: string | null | undefined): string {
+  const c = (raw ?? '')
+    .trim()
+    .toUpperCase()
+    .replace(/[^A-Z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '');
+  return c.length > 0 ? c.slice(0, 64) : 'OTHER';
 }
 
 /** Rounds a probability to 6 decimals so equal quotes compare equal. */

@@ -4,7 +4,7 @@ import { notifications, priceAlerts } from '../../drizzle/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { createDb, type DbHandle } from '../../src/db/index.js';
 import { checkPriceAlerts } from '../../src/domains/alerts/service.js';
-import type { PriceChange } from '../../src/domains/events/ingest.js';
+import type { PriceChange } from '../../src/domains/events/changes.js';
 import { onPostgres } from '../helpers/env.js';
 import { createMarket, createUser, expectProblemShape, recordPublishes } from '../notifications/fixtures.js';
 

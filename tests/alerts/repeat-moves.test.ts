@@ -4,14 +4,14 @@ import { notifications, priceAlerts } from '../../drizzle/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { createDb, type DbHandle } from '../../src/db/index.js';
 import { checkPriceAlerts } from '../../src/domains/alerts/service.js';
-import { applyQuotes } from '../../src/domains/events/ingest.js';
+import { applyReadings, writeTx } from '../../src/domains/events/store.js';
 import { onPostgres } from '../helpers/env.js';
 import { createMarket, createUser, expectProblemShape } from '../notifications/fixtures.js';
 
 /**
  * docs/decisions.md §14.2 (repeating alerts) and §14.3 (move alerts). Time is
  * the apps' injected clock; a "reading" is what one price-sync cycle does:
- * applyQuotes (the market's price and its price_history point) and then the
+ * applyReadings (the market's price and its price_history point) and then the
  * alert check with the changes, here on two app instances at once.
  */
 const MINUTE = 60_000;
@@ -42,9 +42,13 @@ const api = (method: 'GET' | 'POST' | 'PUT', url: string, auth: Record<string, s
 
 /** One price-sync cycle's readings, then the check on both instances, three times each, concurrently. Returns how many fired. */
 async function reading(prices: Record<string, number>): Promise<number> {
-  const changes = await applyQuotes(
-    t.app.jobs.deps(),
-    Object.entries(prices).map(([marketId, yesPrice]) => ({ marketId, yesPrice, volume: 1 })),
+  const deps = t.app.jobs.deps();
+  const changes = await writeTx(deps, (tx) =>
+    applyReadings(
+      deps,
+      tx,
+      Object.entries(prices).map(([id, p]) => ({ id, p, v: 1 })),
+    ),
   );
   // Overlapping cycles too: several checks per instance at once.
   const fired = await Promise.all([t, second, t, second, t, second].map((i) => checkPriceAlerts(i.app.jobs.deps(), changes)));

@@ -6,18 +6,22 @@ import { createDb } from '../../src/db/index.js';
 import { runMigrations } from '../../src/db/migrate.js';
 import { loadSampleData, startFakeVenues } from './venues/index.js';
 import { startFakeDataApi } from './venues/polymarket-data.js';
+import { startFakeMarketWs } from './venues/market-ws.js';
+import { driftPrices } from './venues/prices.js';
 
 /**
  * `npm run demo`: the service on local fake venues serving the bundled
  * sample data, so it shows populated events with no network access. Prices
- * drift every 20 s so price-sync has something to publish (the book fields
- * the CLOB fake answers from move with them). The leaderboard comes from a
+ * drift every 20 s where price-sync reads them (the CLOB fake's books, Kalshi
+ * quotes), so it has something to publish. The leaderboard comes from a
  * fake Data API with generated boards, so nothing reaches the network. Uses
  * an in-memory PGlite unless DATABASE_URL is set.
  */
 const sample = loadSampleData();
 const venues = await startFakeVenues(sample);
 const dataApi = await startFakeDataApi();
+// Hot markets (README "Hot markets"): the market WebSocket fake pushes the same drift to subscribed tokens.
+const marketWs = await startFakeMarketWs();
 // 200 generated traders per board: addresses and figures from a fixed hash, ranked by the ordering.
 const traders = Array.from({ length: 200 }, (_, i) => {
   const h = createHash('sha256').update(`demo-trader-${i}`).digest();
@@ -48,23 +52,13 @@ for (const category of ['OVERALL', 'POLITICS', 'SPORTS', 'CRYPTO']) {
 
 let tick = 0;
 const drift = setInterval(() => {
-  tick++;
+  driftPrices({ gamma: venues.gamma.state, kalshi: venues.kalshi.state }, ++tick);
+  // Hot markets: the market WebSocket fake pushes the same moves to the tokens the service subscribed.
   for (const e of venues.gamma.state.events) {
-    for (const m of e.markets ?? []) {
-      const prices = JSON.parse(m.outcomePrices).map(Number);
-      const yes = Math.min(0.99, Math.max(0.01, prices[0] + Math.sin(tick + Number(m.id)) * 0.01));
-      m.outcomePrices = JSON.stringify([yes.toFixed(3), (1 - yes).toFixed(3)]);
-      if (m.closed !== true && typeof m.bestBid === 'number') {
-        Object.assign(m, { bestBid: Math.max(0.001, yes - 0.005), bestAsk: Math.min(0.999, yes + 0.005), lastTradePrice: yes });
-      }
-    }
-  }
-  for (const e of venues.kalshi.state.events) {
-    for (const m of e.markets ?? []) {
-      const last = Math.min(0.99, Math.max(0.01, Number(m.last_price_dollars) + Math.cos(tick + m.ticker.length) * 0.01));
-      m.last_price_dollars = last.toFixed(4);
-      m.yes_bid_dollars = Math.max(0, last - 0.01).toFixed(4);
-      m.yes_ask_dollars = Math.min(1, last + 0.01).toFixed(4);
+    for (const m of e?.markets ?? []) {
+      if (m.closed === true || typeof m.bestBid !== 'number') continue;
+      const token = typeof m.clobTokenIds === 'string' ? (JSON.parse(m.clobTokenIds) as string[])[0] : undefined;
+      if (token) marketWs.priceChange(token, { bid: m.bestBid, ask: m.bestAsk });
     }
   }
 }, 20_000);
@@ -75,6 +69,7 @@ const config = loadConfig({
   JOBS: 'on',
   ...venues.env,
   POLYMARKET_DATA_API_URL: dataApi.url,
+  POLYMARKET_MARKET_WS_URL: marketWs.url,
 });
 // Opened (and migrated) here rather than inside the app: an embedded database can take
 // longer than Fastify's plugin start timeout on a busy machine.
@@ -87,9 +82,10 @@ closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT_MS }, async () => {
   await db.close();
   await venues.close();
   await dataApi.close();
+  await marketWs.close();
 });
 await app.listen({ port: config.PORT, host: config.HOST });
 app.log.info(
-  { gamma: venues.gamma.url, kalshi: venues.kalshi.url, clob: venues.clob.url, data: dataApi.url },
+  { gamma: venues.gamma.url, kalshi: venues.kalshi.url, clob: venues.clob.url, data: dataApi.url, marketWs: marketWs.url },
   `demo: fake venues up; try http://${config.HOST}:${config.PORT}/api/v1/events`,
 );

@@ -88,7 +88,23 @@ export async function buildTestApp(
   // next second (a sample with no reading counts as infinitely late). The event-loop
   // check is off here; tests/overload.test.ts sets its own thresholds to test that path.
   const overload = overrides.overload ?? { maxEventLoopDelay: 0 };
-  const app = await buildApp(config, { ...overrides, overload, db, redis, keyPrefix, migrate: false, logger: opts.logger ?? false });
+  // The venue budgets of docs/venues.md are for the real venues; against the local fakes a test
+  // runs at a far higher rate (budget tests pass their own venueClients).
+  const venueClients = overrides.venueClients ?? {
+    budgets: { gamma: 1000, clob: 1000, kalshi: 1000, data: 1000 },
+    backoffMs: 20,
+    maxBackoffMs: 100,
+  };
+  const app = await buildApp(config, {
+    ...overrides,
+    overload,
+    venueClients,
+    db,
+    redis,
+    keyPrefix,
+    migrate: false,
+    logger: opts.logger ?? false,
+  });
   // Test-only routes go in before ready(), like any domain plugin.
   if (extend) await extend(app);
   await app.ready();

@@ -82,7 +82,7 @@ beforeAll(async () => {
       },
     ],
   });
-  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { venues: FAST_VENUES });
+  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { venueClients: FAST_VENUES });
   expect((await t.app.jobs.run('leaderboard-sync')).ok).toBe(true);
   const enrich = await t.app.jobs.run('leaderboard-enrich');
   expect(enrich.ok, enrich.error).toBe(true);

@@ -86,7 +86,7 @@ async function entryOf(wallet: string, query: string) {
 
 beforeAll(async () => {
   fake = await startFakeDataApi();
-  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { clock: () => new Date(now), venues: FAST_VENUES });
+  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { clock: () => new Date(now), venueClients: FAST_VENUES });
 });
 
 afterAll(async () => {

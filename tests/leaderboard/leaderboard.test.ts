@@ -200,7 +200,7 @@ beforeAll(async () => {
     closed: [{ ...closedRow('W1', 0.5, 100_000, 50_000, NOW - 600), proxyWallet: WHALE.wallet, title: 'Whale market' }],
   });
   // Budgets far above the venue's: these tests check behaviour, venue-budget.test.ts checks the budget.
-  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { venues: FAST_VENUES });
+  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { venueClients: FAST_VENUES });
   t.app.bus.on('publish', (m) => published.push(m));
   const sync = await runJob('leaderboard-sync');
   expect(sync).toMatchObject({ ok: true });

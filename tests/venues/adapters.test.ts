@@ -2,12 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestJson, UpstreamError } from '../../src/lib/http.js';
 import { createVenueClients, type VenueClients } from '../../src/venues/clients.js';
 import type { Category } from '../../src/venues/catalogue.js';
-import {
-  getGammaCatalogueEvent,
-  listGammaEventsKeyset,
-  listOpenGammaEvents,
-  type GammaKeysetPage,
-} from '../../src/venues/polymarket/gamma.js';
+import { getGammaCatalogueEvent, listGammaEventsKeyset, type GammaKeysetPage } from '../../src/venues/polymarket/gamma.js';
 import { getClobPriceHistory, readClobPrices } from '../../src/venues/polymarket/clob.js';
 import { mapGammaCatalogueEvent } from '../../src/venues/polymarket/gamma-map.js';
 import {
@@ -81,8 +76,9 @@ describe('Gamma keyset listing', () => {
     for (let i = 1; i < calls.length; i++) expect(calls[i].query.get('after_cursor')).toBe(pages[i - 1].nextCursor);
   });
 
-  it('the legacy offset listing the current ingestion uses fails at page 21 (422 past offset 2000)', async () => {
-    const err = (await listOpenGammaEvents(clients.gamma).catch((e: unknown) => e)) as UpstreamError;
+  it('the legacy offset listing fails at page 21 (422 past offset 2000), which is why it is not used', async () => {
+    const url = `${clients.gamma.baseUrl}/events?closed=false&limit=100&offset=2100`;
+    const err = (await requestJson(url, { ...clients.gamma.http, attempts: 1 }).catch((e: unknown) => e)) as UpstreamError;
     expect(err).toBeInstanceOf(UpstreamError);
     expect(err.status).toBe(422);
     expect(err.body).toEqual({ type: 'validation error', error: 'offset too large, use /events/keyset for deeper pagination' });

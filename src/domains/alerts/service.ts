@@ -3,7 +3,7 @@ import { markets, priceAlerts } from '../../../drizzle/index.js';
 import { lockKey, rows, type Db, type DbOrTx } from '../../db/index.js';
 import { AppError, notFound, validationError } from '../../errors.js';
 import type { Clock } from '../../lib/deps.js';
-import type { PriceChange } from '../events/ingest.js';
+import type { PriceChange } from '../events/changes.js';
 import { announceNotifications, storeNotifications, type NotifyDeps } from '../notifications/service.js';
 import { MAX_ACTIVE_ALERTS, shapeIssues, type CreateAlertInput, type PriceAlertJson, type UpdateAlertInput } from './schemas.js';
 

@@ -1,12 +1,19 @@
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { problemResponses } from '../../errors.js';
-import { normalizeCategory } from '../../venues/groups.js';
+import { normalizeCategory } from '../../venues/catalogue.js';
+import { lastModifiedOf } from './freshness.js';
 import { sendSerialized } from '../../lib/serializer.js';
 import type { DataTopic } from '../../plugins/infra.js';
 import { createResponseCache } from './cache.js';
 import { ChartQuerySchema, ChartSchema, EventDetailSchema, EventListQuerySchema, EventListSchema, SlugParamsSchema } from './schemas.js';
 import { getChart, getEvent, listEvents } from './service.js';
+
+/** docs/decisions.md §11.4: `Last-Modified` is the body's `syncedAt` (to the second); none while it is null. */
+function sendLastModified(reply: FastifyReply, body: string) {
+  const at = lastModifiedOf(body);
+  if (at !== undefined) reply.header('last-modified', at);
+}
 
 /** Longest a response may be served after another instance's job changed the data. */
 export const EVENTS_CACHE_TTL_MS = 5_000;
@@ -23,8 +30,14 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
   const cacheNote = `Served from a per-instance cache refreshed when the sync jobs write (at most ${EVENTS_CACHE_TTL_MS / 1000} s stale).`;
 
   /** Sends the cached serialisation of key (synchronously on a hit), producing it once on a miss. */
-  const serve = (reply: FastifyReply, key: string, produce: () => Promise<string>) =>
-    sendSerialized(reply, cache.peek(key), () => cache.get(key, produce));
+  const serve = (reply: FastifyReply, key: string, produce: () => Promise<string>) => {
+    const ready = cache.peek(key);
+    if (ready !== undefined) {
+      sendLastModified(reply, ready);
+      return sendSerialized(reply, ready, produce);
+    }
+    return sendSerialized(reply, undefined, () => cache.get(key, produce).then((body) => (sendLastModified(reply, body), body)));
+  };
 
   // The sync jobs of this process signal after they write: drop every cached body at once.
   const onDataChanged = (topic: DataTopic) => {
@@ -46,7 +59,9 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
         description:
           'Ordered by `totalVolume` descending, then `id`. `category` is matched case-insensitively (categories are stored upper case); ' +
           '`status` is one of active, closed, resolved (every status when omitted). `limit` 1–100 (default 50; over 100 is a 400), `offset` ≥ 0. ' +
-          `\`total\` counts every group matching the filters. ${cacheNote}`,
+          `\`total\` counts every group matching the filters. ` +
+          '`syncedAt`: the older of the two venues’ last successful catalogue refresh; `stale` when that is older than 15 minutes or the latest catalogue run of either venue failed (docs/decisions.md §11.4). ' +
+          `\`Last-Modified\` is \`syncedAt\` (to the second), absent while it is null. ${cacheNote}`,
         querystring: EventListQuerySchema,
         response: { 200: EventListSchema, ...problemResponses(400) },
       },
@@ -66,7 +81,12 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
         operationId: 'getEvent',
         tags: ['events'],
         summary: 'One event group with its markets',
-        description: `Markets ordered by volume descending. No \`marketCount\` or \`imageUrl\` here (docs/api-contract.md §2). 404 NOT_FOUND for an unknown slug. ${cacheNote}`,
+        description:
+          'Markets ordered by volume descending: only those that opened (placeholders are left out), each with the `outcome` its `yesPrice` prices, its `status` and `priceUpdatedAt`. ' +
+          'No `marketCount` or `imageUrl` here (docs/api-contract.md §2). 404 NOT_FOUND for an unknown slug. ' +
+          'Reading a group’s detail or chart makes its markets tracked for 24 h: their prices are refreshed every 60 s from the next cycle on (docs/decisions.md §11.2). ' +
+          '`syncedAt`: the oldest `priceUpdatedAt` of its markets (else the catalogue refresh); `stale` when older than 3 minutes for a tracked group, 90 minutes otherwise, or when its venue’s latest run failed. ' +
+          `\`Last-Modified\` is \`syncedAt\` (to the second). ${cacheNote}`,
         params: SlugParamsSchema,
         response: { 200: EventDetailSchema, ...problemResponses(400, 404) },
       },
@@ -88,7 +108,8 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
         description:
           '`range`: 1D, 1W (default), 1M or ALL (since the first stored point). `markets`: lines to draw, 1–10 (default 5), the group’s markets with the most volume. ' +
           'At most 300 points per line: the range is cut into 299 equal buckets and each keeps its last price; the first point carries the last price before the range to its start. ' +
-          `Stored history: minute points for the last day, hourly up to 90 days, daily beyond. ${cacheNote}`,
+          'Points are our own, stored from the first time a market is tracked (the venue backfill seeds what the venue still has): minute points for 48 h, hourly after that, kept after the market resolves, so `ALL` covers its whole stored life. ' +
+          `\`syncedAt\`, \`stale\` and \`Last-Modified\` as on the group’s detail. ${cacheNote}`,
         params: SlugParamsSchema,
         querystring: ChartQuerySchema,
         response: { 200: ChartSchema, ...problemResponses(400, 404) },

@@ -2,7 +2,7 @@ import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
 import { eventGroups, markets } from '../../../drizzle/index.js';
 import type { Db, DbHandle } from '../../db/index.js';
 
-/** Read queries of the events domain (the writes live in ingest.ts). */
+/** Read queries of the events domain (the writes live in catalogue.ts, prices.ts and history.ts). */
 
 export async function selectGroups(db: Db, f: { category?: string; status?: string; limit: number; offset: number }) {
   const where = and(
@@ -41,6 +41,7 @@ export async function selectGroupBySlug(db: Db, slug: string) {
       totalVolume: eventGroups.totalVolume,
       status: eventGroups.status,
       description: eventGroups.description,
+      venue: eventGroups.venue,
     })
     .from(eventGroups)
     .where(eq(eventGroups.slug, slug))
@@ -50,11 +51,31 @@ export async function selectGroupBySlug(db: Db, slug: string) {
 
 export async function selectMarketsOfGroup(db: Db, groupId: string, limit?: number) {
   const q = db
-    .select({ id: markets.id, title: markets.title, yesPrice: markets.yesPrice, volume: markets.volume })
+    .select({
+      id: markets.id,
+      title: markets.title,
+      outcome: markets.outcome,
+      yesPrice: markets.yesPrice,
+      volume: markets.volume,
+      status: markets.status,
+      priceUpdatedAt: markets.priceUpdatedAt,
+    })
     .from(markets)
     .where(eq(markets.eventGroupId, groupId))
     .orderBy(desc(markets.volume), asc(markets.id));
   return limit === undefined ? q : q.limit(limit);
+}
+
+/**
+ * Records a read of a group's detail or chart: its markets are tracked for
+ * 24 h (docs/decisions.md §11.2). At most one write a minute per group.
+ */
+export async function recordGroupRead(dbh: DbHandle, groupId: string, now: Date): Promise<void> {
+  const iso = now.toISOString();
+  await dbh.rows(
+    sql`update event_groups set read_at = ${iso}::timestamptz
+        where id = ${groupId} and (read_at is null or read_at < ${iso}::timestamptz - interval '1 minute')`,
+  );
 }
 
 /** The earliest history point among these markets (the start of an `ALL` chart). */

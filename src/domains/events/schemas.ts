@@ -4,12 +4,29 @@ import { z } from 'zod';
 
 export const GroupStatusSchema = z.enum(['active', 'closed', 'resolved']);
 
+/**
+ * docs/decisions.md §11.4: first in every venue-backed body (the response
+ * cache reads `syncedAt` from the start of the serialised body for
+ * `Last-Modified`).
+ */
+const freshness = {
+  syncedAt: z.string().nullable().meta({
+    format: 'date-time',
+    description: 'When the data was last read from the venue (see the operation); null before the first successful read',
+  }),
+  stale: z
+    .boolean()
+    .meta({ description: 'True when the data is older than its bound or the venue’s latest run failed: the last good data, marked stale' }),
+};
+
 export const EventSummarySchema = z
   .object({
     id: z.string(),
     slug: z.string().meta({ description: 'URL-friendly identifier (not the id)' }),
     title: z.string(),
-    category: z.string().meta({ description: 'Upper case, e.g. POLITICS, SPORTS, CRYPTO, ECONOMICS' }),
+    category: z
+      .string()
+      .meta({ description: 'One of POLITICS, SPORTS, CRYPTO, ECONOMICS, TECH, CULTURE, WEATHER, OTHER (docs/venues.md "Categories")' }),
     marketCount: z.number().int(),
     totalVolume: z.number().meta({ description: 'USD, sum of the markets’ volumes' }),
     status: GroupStatusSchema,
@@ -28,12 +45,15 @@ export const EventListQuerySchema = z.object({
   offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
 });
 
-export const EventListSchema = z.object({ events: z.array(EventSummarySchema), total: z.number().int() }).meta({ id: 'EventList' });
+export const EventListSchema = z
+  .object({ ...freshness, events: z.array(EventSummarySchema), total: z.number().int() })
+  .meta({ id: 'EventList' });
 
 export const SlugParamsSchema = z.object({ slug: z.string().min(1).max(300) });
 
 export const EventDetailSchema = z
   .object({
+    ...freshness,
     id: z.string(),
     slug: z.string(),
     title: z.string(),
@@ -44,9 +64,18 @@ export const EventDetailSchema = z
     markets: z.array(
       z.object({
         id: z.string(),
-        title: z.string(),
-        yesPrice: z.number().meta({ description: 'Probability in [0, 1]' }),
+        title: z.string().meta({ description: 'Names the outcome the market prices (docs/venues.md "Titles and outcome labels")' }),
+        outcome: z.string().meta({ description: 'The label of the side `yesPrice` prices: "Yes", or e.g. "Up", "Ravens"' }),
+        yesPrice: z.number().nullable().meta({
+          description:
+            'Probability in [0, 1]: the midpoint when the spread is at most 0.10, else the last trade; null when the venue has no quote and no trade. A resolved market: its settlement (1 or 0)',
+        }),
         volume: z.number().meta({ description: 'USD' }),
+        status: GroupStatusSchema,
+        priceUpdatedAt: z.string().nullable().meta({
+          format: 'date-time',
+          description: 'When the price, or its absence, was last read from the venue; null only if never read',
+        }),
       }),
     ),
   })
@@ -61,6 +90,7 @@ export const ChartQuerySchema = z.object({
 
 export const ChartSchema = z
   .object({
+    ...freshness,
     outcomes: z.array(
       z.object({
         marketId: z.string(),
@@ -74,5 +104,6 @@ export const ChartSchema = z
 export type EventListQuery = z.infer<typeof EventListQuerySchema>;
 export type ChartQuery = z.infer<typeof ChartQuerySchema>;
 export type EventSummary = z.infer<typeof EventSummarySchema>;
+export type EventList = z.infer<typeof EventListSchema>;
 export type EventDetail = z.infer<typeof EventDetailSchema>;
 export type Chart = z.infer<typeof ChartSchema>;

@@ -1,8 +1,16 @@
 import type { Db, DbHandle } from '../../db/index.js';
 import { notFound } from '../../errors.js';
-import { normalizeCategory } from '../../venues/groups.js';
-import { selectChartPoints, selectFirstPointAt, selectGroupBySlug, selectGroups, selectMarketsOfGroup } from './queries.js';
-import type { Chart, ChartQuery, EventDetail, EventListQuery, EventSummary } from './schemas.js';
+import { normalizeCategory } from '../../venues/catalogue.js';
+import { groupFreshness, listFreshness } from './freshness.js';
+import {
+  recordGroupRead,
+  selectChartPoints,
+  selectFirstPointAt,
+  selectGroupBySlug,
+  selectGroups,
+  selectMarketsOfGroup,
+} from './queries.js';
+import type { Chart, ChartQuery, EventDetail, EventList, EventListQuery, EventSummary } from './schemas.js';
 
 export interface EventsDeps {
   db: Db;
@@ -21,7 +29,8 @@ export const FALLBACK_IMAGE_URL =
 export const CHART_MAX_POINTS = 300;
 const RANGE_MS = { '1D': 86_400_000, '1W': 7 * 86_400_000, '1M': 30 * 86_400_000 } as const;
 
-export async function listEvents(deps: EventsDeps, q: EventListQuery): Promise<{ events: EventSummary[]; total: number }> {
+export async function listEvents(deps: EventsDeps, q: EventListQuery): Promise<EventList> {
+  const fresh = await listFreshness(deps.dbh, deps.clock());
   const { rows, total } = await selectGroups(deps.db, {
     // Stored categories are normalised; the filter goes through the same function, so any case matches.
     category: q.category !== undefined ? normalizeCategory(q.category) : undefined,
@@ -30,6 +39,7 @@ export async function listEvents(deps: EventsDeps, q: EventListQuery): Promise<{
     offset: q.offset,
   });
   return {
+    ...fresh,
     events: rows.map((r) => ({
       id: r.id,
       slug: r.slug,
@@ -47,8 +57,11 @@ export async function listEvents(deps: EventsDeps, q: EventListQuery): Promise<{
 export async function getEvent(deps: EventsDeps, slug: string): Promise<EventDetail> {
   const g = await selectGroupBySlug(deps.db, slug);
   if (!g) throw notFound('Event');
-  const ms = await selectMarketsOfGroup(deps.db, g.id);
+  const now = deps.clock();
+  await recordGroupRead(deps.dbh, g.id, now);
+  const [ms, fresh] = await Promise.all([selectMarketsOfGroup(deps.db, g.id), groupFreshness(deps.dbh, g.id, g.venue, now)]);
   return {
+    ...fresh,
     id: g.id,
     slug: g.slug,
     title: g.title,
@@ -56,16 +69,25 @@ export async function getEvent(deps: EventsDeps, slug: string): Promise<EventDet
     totalVolume: g.totalVolume,
     status: g.status as EventDetail['status'],
     description: g.description,
-    markets: ms.map((m) => ({ id: m.id, title: m.title, yesPrice: m.yesPrice ?? 0, volume: m.volume })),
+    markets: ms.map((m) => ({
+      id: m.id,
+      title: m.title,
+      outcome: m.outcome,
+      yesPrice: m.yesPrice,
+      volume: m.volume,
+      status: m.status as EventDetail['status'],
+      priceUpdatedAt: m.priceUpdatedAt ? m.priceUpdatedAt.toISOString() : null,
+    })),
   };
 }
 
 export async function getChart(deps: EventsDeps, slug: string, q: ChartQuery): Promise<Chart> {
   const g = await selectGroupBySlug(deps.db, slug);
   if (!g) throw notFound('Event');
-  const ms = await selectMarketsOfGroup(deps.db, g.id, q.markets);
-  if (ms.length === 0) return { outcomes: [] };
   const to = deps.clock();
+  await recordGroupRead(deps.dbh, g.id, to);
+  const [ms, fresh] = await Promise.all([selectMarketsOfGroup(deps.db, g.id, q.markets), groupFreshness(deps.dbh, g.id, g.venue, to)]);
+  if (ms.length === 0) return { ...fresh, outcomes: [] };
   const ids = ms.map((m) => m.id);
   let from: Date;
   if (q.range === 'ALL') {
@@ -80,6 +102,7 @@ export async function getChart(deps: EventsDeps, slug: string, q: ChartQuery): P
     byMarket.set(r.market_id, list);
   }
   return {
+    ...fresh,
     outcomes: ms.map((m) => ({
       marketId: m.id,
       title: m.title,

@@ -1,7 +1,15 @@
 import { z } from 'zod';
-import type { GroupStatus, MarketStatus } from '../groups.js';
-import { displayPrice, roundProbability, type Category, type CatalogueGroup, type CatalogueMarket } from '../catalogue.js';
-import type { MapResult } from '../polymarket/map.js';
+import {
+  displayPrice,
+  roundProbability,
+  type Category,
+  type CatalogueGroup,
+  type CatalogueMarket,
+  type GroupStatus,
+  type HistoryPoint,
+  type MapResult,
+  type MarketStatus,
+} from '../catalogue.js';
 
 /**
  * Pure mapping of Kalshi events, markets and series (docs/venues.md §5, §5d,
@@ -216,4 +224,44 @@ export function mapKalshiCatalogueEvent(raw: unknown, categories: ReadonlyMap<st
       markets,
     },
   };
+}
+
+const CandleSchema = z.object({
+  end_period_ts: z.number().int().positive(),
+  price: z.object({ close_dollars: fixed, previous_dollars: fixed }).nullish(),
+  yes_bid: z.object({ close_dollars: fixed }).nullish(),
+  yes_ask: z.object({ close_dollars: fixed }).nullish(),
+  volume_fp: fixed,
+});
+const KalshiCandlesSchema = z.object({ candlesticks: z.array(z.unknown()) });
+
+/**
+ * Candlesticks (docs/venues.md §6) → points, by the one price rule over the
+ * period's closing quotes and its last trade (else the last trade before
+ * it). A period with no quote and no trade gives no point (never 0).
+ */
+export function mapKalshiCandles(raw: unknown): { points: HistoryPoint[]; skipped: number } {
+  const parsed = KalshiCandlesSchema.safeParse(raw);
+  if (!parsed.success) throw new Error('candlesticks answer is not { candlesticks: [...] }');
+  const points: HistoryPoint[] = [];
+  let skipped = 0;
+  for (const row of parsed.data.candlesticks) {
+    const c = CandleSchema.safeParse(row);
+    if (!c.success) {
+      skipped++;
+      continue;
+    }
+    const last = c.data.price?.close_dollars || c.data.price?.previous_dollars;
+    const price = kalshiYesPrice({
+      yes_bid_dollars: c.data.yes_bid?.close_dollars,
+      yes_ask_dollars: c.data.yes_ask?.close_dollars,
+      last_price_dollars: last,
+      // A trade price carried in the candle is a real trade, whatever this period's volume.
+      volume_fp: last ? '1' : '0',
+      result: '',
+      settlement_value_dollars: null,
+    });
+    if (price !== null) points.push({ ts: new Date(c.data.end_period_ts * 1000), price });
+  }
+  return { points, skipped };
 }

@@ -1,58 +1,28 @@
 import { buildUrl, requestJson, UpstreamError, type RequestOptions } from '../../lib/http.js';
-import type { Category, CatalogueGroup, CataloguePage } from '../catalogue.js';
-import type { Listing, MarketStatus, VenueGroup } from '../groups.js';
+import type { Category, CatalogueGroup, CataloguePage, HistoryPoint, MarketStatus } from '../catalogue.js';
 import {
   KalshiEventEnvelopeSchema,
   KalshiEventsEnvelopeSchema,
   KalshiMarketsEnvelopeSchema,
   mapKalshiCatalogueEvent,
+  mapKalshiCandles,
   mapKalshiCatalogueMarket,
   mapKalshiSeriesList,
   parseKalshiMarket,
 } from './events-map.js';
-import { KalshiEventsPageSchema, mapKalshiCandles, mapKalshiEvent } from './map.js';
 
 /**
- * Kalshi Trade API v2, the calls of docs/venues.md "What we call":
- * GET /events?status=open&with_nested_markets=true&limit=200&cursor=C until
- * cursor is "", GET /series/{series}/markets/{ticker}/candlesticks for the
- * chart backfill, and (below, for the catalogue rewrite) the page-at-a-time
- * listing with `min_updated_ts`, GET /events/{ticker}, GET /series and
- * GET /markets?tickers=. Market data needs no authentication.
+ * Kalshi Trade API v2, the calls of docs/venues.md "What we call": the
+ * page-at-a-time `GET /events` listing (`status=open` or `min_updated_ts`),
+ * GET /events/{ticker}, GET /series, GET /markets?tickers= and
+ * GET /series/{series}/markets/{ticker}/candlesticks for the chart backfill.
+ * Market data needs no authentication.
  */
 export const KALSHI_PAGE = 200;
-const MAX_PAGES = 500;
 
 export interface KalshiOptions {
   baseUrl: string;
   http?: RequestOptions;
-}
-
-export async function listOpenKalshiEvents(opts: KalshiOptions): Promise<Listing & { truncated: boolean }> {
-  const groups: VenueGroup[] = [];
-  const malformedGroupIds: string[] = [];
-  let skipped = 0;
-  let cursor: string | undefined;
-  const seenCursors = new Set<string>();
-  for (let page = 0; page < MAX_PAGES; page++) {
-    const url = buildUrl(opts.baseUrl, '/events', { status: 'open', with_nested_markets: true, limit: KALSHI_PAGE, cursor });
-    const body = await requestJson<unknown>(url, opts.http);
-    const parsed = KalshiEventsPageSchema.safeParse(body);
-    if (!parsed.success) throw new UpstreamError('Kalshi /events did not answer { events, cursor }', 200, url);
-    for (const raw of parsed.data.events) {
-      const r = mapKalshiEvent(raw);
-      skipped += r.skipped;
-      if (r.value) groups.push(r.value);
-      else if (r.malformedId) malformedGroupIds.push(r.malformedId);
-    }
-    const next = parsed.data.cursor ?? '';
-    if (next === '') return { groups, skipped, malformedGroupIds, truncated: false };
-    // A cursor we already followed would loop forever: treat it as a broken listing.
-    if (seenCursors.has(next)) throw new UpstreamError('Kalshi /events repeated a cursor', 200, url);
-    seenCursors.add(next);
-    cursor = next;
-  }
-  return { groups, skipped, malformedGroupIds, truncated: true };
 }
 
 /** Hourly candlesticks of one market between two instants (unix seconds on the wire). */
@@ -62,7 +32,7 @@ export async function getKalshiCandles(
   marketTicker: string,
   from: Date,
   to: Date,
-): Promise<{ points: Array<{ ts: Date; price: number }>; skipped: number }> {
+): Promise<{ points: HistoryPoint[]; skipped: number }> {
   const url = buildUrl(
     opts.baseUrl,
     `/series/${encodeURIComponent(seriesTicker)}/markets/${encodeURIComponent(marketTicker)}/candlesticks`,

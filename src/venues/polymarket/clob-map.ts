@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isTightSpread, roundProbability } from '../catalogue.js';
+import { isTightSpread, roundProbability, type HistoryPoint } from '../catalogue.js';
 
 /**
  * Pure parsing of the CLOB batch price reads (docs/venues.md §4b): answers
@@ -69,4 +69,21 @@ export function needsLastTrade(q: Pick<ClobQuote, 'midpoint' | 'spread'>): boole
 export function clobDisplayPrice(q: Pick<ClobQuote, 'midpoint' | 'spread' | 'lastTrade'>): number | undefined {
   if (!needsLastTrade(q)) return roundProbability(q.midpoint!);
   return q.lastTrade === undefined ? undefined : roundProbability(q.lastTrade);
+}
+
+const ClobHistorySchema = z.object({ history: z.array(z.unknown()) });
+const ClobPointSchema = z.object({ t: z.number().int().positive(), p: z.number().finite().min(0).max(1) });
+
+/** `GET /prices-history` body (docs/venues.md §4a) → points (unix seconds → Date); malformed points are skipped. */
+export function mapClobHistory(raw: unknown): { points: HistoryPoint[]; skipped: number } {
+  const parsed = ClobHistorySchema.safeParse(raw);
+  if (!parsed.success) throw new Error('prices-history answer is not { history: [...] }');
+  const points: HistoryPoint[] = [];
+  let skipped = 0;
+  for (const row of parsed.data.history) {
+    const p = ClobPointSchema.safeParse(row);
+    if (p.success) points.push({ ts: new Date(p.data.t * 1000), price: roundProbability(p.data.p) });
+    else skipped++;
+  }
+  return { points, skipped };
 }

@@ -1,6 +1,14 @@
 import { buildUrl, requestJson, UpstreamError, type RequestOptions } from '../../lib/http.js';
-import { clobDisplayPrice, needsLastTrade, parseLastTrades, parseTokenDecimals, type ClobQuote, type TokenValues } from './clob-map.js';
-import { mapClobHistory } from './map.js';
+import type { HistoryPoint } from '../catalogue.js';
+import {
+  clobDisplayPrice,
+  mapClobHistory,
+  needsLastTrade,
+  parseLastTrades,
+  parseTokenDecimals,
+  type ClobQuote,
+  type TokenValues,
+} from './clob-map.js';
 
 /**
  * Polymarket CLOB (docs/venues.md "What we call", §4a, §4b): the chart
@@ -14,10 +22,7 @@ interface ClobOptions {
   http?: RequestOptions;
 }
 
-export async function getClobPriceHistory(
-  opts: ClobOptions,
-  yesTokenId: string,
-): Promise<{ points: Array<{ ts: Date; price: number }>; skipped: number }> {
+export async function getClobPriceHistory(opts: ClobOptions, yesTokenId: string): Promise<{ points: HistoryPoint[]; skipped: number }> {
   const url = buildUrl(opts.baseUrl, '/prices-history', { market: yesTokenId, interval: 'max', fidelity: 60 });
   return mapClobHistory(await requestJson<unknown>(url, opts.http));
 }

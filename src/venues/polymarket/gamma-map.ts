@@ -1,7 +1,15 @@
 import { z } from 'zod';
-import type { GroupStatus, MarketStatus } from '../groups.js';
-import { displayPrice, isProbability, roundProbability, type Category, type CatalogueGroup, type CatalogueMarket } from '../catalogue.js';
-import { decodeJsonStringArray, type MapResult } from './map.js';
+import {
+  displayPrice,
+  isProbability,
+  roundProbability,
+  type Category,
+  type CatalogueGroup,
+  type CatalogueMarket,
+  type GroupStatus,
+  type MapResult,
+  type MarketStatus,
+} from '../catalogue.js';
 
 /**
  * Pure mapping of Gamma events (docs/venues.md §3, keyset listing and
@@ -13,6 +21,18 @@ import { decodeJsonStringArray, type MapResult } from './map.js';
  */
 
 const DECIMAL = /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/;
+
+/** Gamma encodes some arrays as JSON inside a string (`"[\"Yes\", \"No\"]"`): decode the second layer. */
+export function decodeJsonStringArray(value: string): string[] | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(parsed) || !parsed.every((v) => typeof v === 'string')) return undefined;
+  return parsed;
+}
 const numericId = z.string().regex(/^\d{1,20}$/);
 
 const jsonStringArray = z.string().transform((s, ctx) => {

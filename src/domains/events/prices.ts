@@ -1,0 +1,112 @@
+import { sql } from 'drizzle-orm';
+import { readClobPrices } from '../../venues/polymarket/clob.js';
+import { getKalshiMarketsByTickers } from '../../venues/kalshi/trade-api.js';
+import type { Venue } from '../../venues/catalogue.js';
+import type { OnPriceChanges } from './changes.js';
+import { applyReadings, json, recordVenueRun, VENUES, writeTx, type MarketDataDeps, type PriceReading } from './store.js';
+
+/**
+ * Prices of the tracked markets (docs/decisions.md §11.2, docs/venues.md
+ * "Tracked markets"): every 60 s through the venues' batch endpoints
+ * (CLOB `POST /midpoints`, `/spreads`, `/last-trades-prices` ≤ 500 tokens;
+ * Kalshi `GET /markets?tickers=` 100 at a time), written set-based.
+ */
+
+/** How long a group stays tracked after its detail or chart was read. */
+export const READ_TRACKS_FOR_MS = 24 * 60 * 60_000;
+/** Price readings written per statement. */
+const WRITE_CHUNK = 5000;
+
+export interface TrackedMarket {
+  id: string;
+  venue: Venue;
+  venue_market_id: string;
+  yes_token_id: string | null;
+}
+
+/**
+ * The tracked set: active markets with an active price alert, with a
+ * `market:<id>` subscriber (deps.subscribedMarketIds), of a group read in the
+ * last 24 h, or of the PRICE_TRACK_TOP groups by stored 24 h volume.
+ */
+export async function selectTrackedMarkets(deps: MarketDataDeps): Promise<TrackedMarket[]> {
+  const subscribed = deps.subscribedMarketIds ? await deps.subscribedMarketIds() : [];
+  const readSince = new Date(deps.clock().getTime() - READ_TRACKS_FOR_MS).toISOString();
+  return deps.dbh.rows<TrackedMarket>(
+    sql`with groups as (
+          (select id from event_groups where status = 'active' order by volume_24h desc, id limit ${deps.config.PRICE_TRACK_TOP})
+          union
+          select id from event_groups where read_at >= ${readSince}::timestamptz
+        ),
+        ids as (
+          select m.id from markets m join groups g on g.id = m.event_group_id
+          union
+          select market_id from price_alerts where active
+          union
+          select json_array_elements_text(${json(subscribed)})
+        )
+        select m.id, m.venue, m.venue_market_id, m.yes_token_id
+        from markets m join ids on ids.id = m.id
+        where m.status = 'active'
+        order by m.id`,
+  );
+}
+
+/** Polymarket: the display rule over the CLOB batch answers; absent everywhere → keeps its last price (null if none). */
+async function readPolymarket(deps: MarketDataDeps, markets: TrackedMarket[]): Promise<PriceReading[]> {
+  const withToken = markets.filter((m) => m.yes_token_id);
+  if (withToken.length === 0) return [];
+  const { quotes, skipped } = await readClobPrices(
+    deps.venues.clob,
+    withToken.map((m) => m.yes_token_id!),
+  );
+  if (skipped > 0) deps.log.warn({ skipped }, 'malformed CLOB price entries skipped');
+  return withToken.map((m) => {
+    const price = quotes.get(m.yes_token_id!)?.price;
+    return price === undefined ? { id: m.id, p: null, keep: true } : { id: m.id, p: price };
+  });
+}
+
+/** Kalshi: `GET /markets?tickers=` (price, volumes, status); tickers the venue did not return are left for the catalogue. */
+async function readKalshi(deps: MarketDataDeps, markets: TrackedMarket[]): Promise<PriceReading[]> {
+  if (markets.length === 0) return [];
+  const { quotes, skipped } = await getKalshiMarketsByTickers(
+    deps.venues.kalshi,
+    markets.map((m) => m.venue_market_id),
+  );
+  if (skipped > 0) deps.log.warn({ skipped }, 'malformed Kalshi markets skipped');
+  return [...quotes.values()].map((q) => ({ id: q.marketId, p: q.yesPrice, v: q.volume, v24: q.volume24h, st: q.status }));
+}
+
+export interface PriceCycleOutcome {
+  /** Markets read. */
+  items: number;
+  failures: string[];
+}
+
+/** One price cycle over the tracked set; each venue on its own (a failure keeps that venue's last prices). */
+export async function refreshTrackedPrices(deps: MarketDataDeps, opts: { onChanges?: OnPriceChanges } = {}): Promise<PriceCycleOutcome> {
+  const tracked = await selectTrackedMarkets(deps);
+  const failed: Array<string | undefined> = [];
+  let items = 0;
+  await Promise.all(
+    VENUES.map(async (venue, i) => {
+      const mine = tracked.filter((m) => m.venue === venue);
+      try {
+        const readings = venue === 'polymarket' ? await readPolymarket(deps, mine) : await readKalshi(deps, mine);
+        for (let i = 0; i < readings.length; i += WRITE_CHUNK) {
+          const chunk = readings.slice(i, i + WRITE_CHUNK);
+          const changes = await writeTx(deps, (tx) => applyReadings(deps, tx, chunk, { tracked: true }));
+          if (changes.length > 0) await opts.onChanges?.(changes);
+        }
+        items += readings.length;
+        await recordVenueRun(deps, venue, 'prices', true);
+      } catch (err) {
+        failed[i] = `${venue}: ${err instanceof Error ? err.message : String(err)}`;
+        deps.log.error({ venue, err }, 'price refresh failed; keeping its last prices');
+        await recordVenueRun(deps, venue, 'prices', false).catch(() => {});
+      }
+    }),
+  );
+  return { items, failures: failed.filter((f) => f !== undefined) };
+}
