@@ -22,7 +22,7 @@ const raw = async (path: string) => {
 
 beforeAll(async () => {
   fake = await startFakeDataApi();
-  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { venues: FAST_VENUES });
+  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { venueClients: FAST_VENUES });
 });
 afterAll(async () => {
   await t?.close();

@@ -37,7 +37,7 @@ beforeAll(async () => {
       fake.setBoard(c, p, 'PNL', rows);
       fake.setBoard(c, p, 'VOL', rows);
     }
-  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { venues: FAST_VENUES, clock: () => new Date(now) });
+  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { venueClients: FAST_VENUES, clock: () => new Date(now) });
 });
 afterAll(async () => {
   await t?.close();

@@ -25,7 +25,7 @@ beforeAll(async () => {
       fake.setBoard(c, p, 'PNL', rows);
       fake.setBoard(c, p, 'VOL', rows);
     }
-  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { venues: FAST_VENUES });
+  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { venueClients: FAST_VENUES });
   expect((await t.app.jobs.run('leaderboard-sync')).ok).toBe(true);
   expect((await t.app.jobs.run('leaderboard-enrich')).ok).toBe(true);
 });
