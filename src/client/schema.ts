@@ -461,7 +461,7 @@ export interface paths {
         };
         /**
          * Ranked traders of one board, keyset-paginated
-         * @description One board per (period, category), synced from Polymarket every 10 minutes and switched atomically. `rank` is the position in the full ordering of (tab, period, category, sort, sortDirection); search and paging never renumber it. Ties break by wallet address ascending (lower-case) in both directions. `search` is a case-insensitive substring of the display name or the address; `%`, `_` and `\` are literal. `cursor` is opaque, HMAC-signed and bound to the query: reusing it with another tab, sort, direction, period, category or search is 400 INVALID_CURSOR; `limit` may change between pages. A walk keeps reading the snapshot it started on while that snapshot is retained (about 30 minutes after it is replaced). `roi`, `winRate` (fractions), `sharpeRatio` and the other enrichment figures are all-time figures refreshed every 30 minutes; `pnl` and `volume` are the venue figures for the period. `rankChange` is the 1-day rank change of the trader's history on this (category, period) (`changes['1d'].rank` of GET /leaderboard/{address}/history): positive when the trader moved up, null without a point a day old; the same whatever the sort or tab. Before the first sync the board is empty: `{ traders: [], nextCursor: null }`. Unknown query parameters are 400 VALIDATION_ERROR, so a misspelt parameter never silently falls back to its default.
+         * @description One board per (period, category), synced from Polymarket every 10 minutes and switched atomically. `rank` is the position in the full ordering of (tab, period, category, sort, sortDirection); search and paging never renumber it. Ties break by wallet address ascending (lower-case) in both directions. `search` is a case-insensitive substring of the display name or the address; `%`, `_` and `\` are literal. `cursor` is opaque, HMAC-signed and bound to the query: reusing it with another tab, sort, direction, period, category or search is 400 INVALID_CURSOR; `limit` may change between pages. A walk keeps reading the snapshot it started on while that snapshot is retained (about 30 minutes after it is replaced). `pnl` and `volume` are the venue figures for the period; `roi`, `winRate` (fractions 0–1), `wins`, `losses`, `bestTrade`, `sharpeRatio`, `tradeCount`, `avgEntry`, `avgTrade` and `sparkline` are computed by enrichment (every 30 minutes, best ranked first) from the trader's closed positions and trades within the board's period, losses included: the 7D board shows 7-day figures, ALL all-time. 0 until the trader is first enriched. `syncedAt` is the board's last successful sync, also sent as `Last-Modified`; `stale` is true when it is older than 30 minutes, the latest leaderboard-sync failed, or there was none (`syncedAt: null`, no `Last-Modified`). Through a venue outage the last good board is served, marked stale. `rankChange` is the 1-day rank change of the trader's history on this (category, period) (`changes['1d'].rank` of GET /leaderboard/{address}/history): positive when the trader moved up, null without a point a day old; the same whatever the sort or tab. Before the first sync the board is empty: `{ traders: [], nextCursor: null, syncedAt: null, stale: true }`. Unknown query parameters are 400 VALIDATION_ERROR, so a misspelt parameter never silently falls back to its default.
          */
         get: operations["listLeaderboard"];
         put?: never;
@@ -481,7 +481,7 @@ export interface paths {
         };
         /**
          * Profile of any EVM wallet address
-         * @description `period` (1D, 7D, 30D, ALL; default 30D as in the seed example). A trader on the current OVERALL board of the period who has been enriched is answered from stored data: `totalPnl` is the venue PnL for the period; `roi`, `winRate` and `totalTrades` are all-time enrichment figures. Any other address is fetched from Polymarket on demand and cached for 5 minutes; its figures cover closed positions and trades within the period (open positions always count). An address with no activity is 200 with zeros and empty arrays. The venue being down on an uncached address is 503 UNAVAILABLE. `marketId` of positions and trades is the Polymarket condition id; `side` of a trade is `buy` or `sell`; `timestamp` is ISO 8601.
+         * @description `period` (1D, 7D, 30D, ALL; default 30D as in the seed example). A trader on the current OVERALL board of the period who has been enriched is answered from stored data: `totalPnl` is the venue PnL for the period; `roi`, `winRate`, `totalTrades` and `recentTrades` are the period's (closed positions and trades within it, losses included). Any other address is an on-demand profile, fetched from Polymarket and cached for 5 minutes; its figures cover closed positions and trades within the period (open positions always count). An address with no activity is 200 with zeros and empty arrays, cached too. For an address on no board: 30 requests per minute per client address, cached answers and 503s included, then 429 RATE_LIMITED with Retry-After. At most 4 venue fetches are in flight per instance; a request that cannot start one within 5 s is 503 UNAVAILABLE with Retry-After. `syncedAt` is when the figures were last computed from the venue, also sent as `Last-Modified`; `stale` is true when that is older than 90 minutes (ranked) or 24 hours (on demand), or when the venue could not be read and the last copy is served. The venue down on an uncached address is 503 UNAVAILABLE. `marketId` of positions and trades is the Polymarket condition id; `side` of a trade is `buy` or `sell`; `timestamp` is ISO 8601.
          */
         get: operations["getTraderProfile"];
         put?: never;
@@ -521,7 +521,7 @@ export interface paths {
         };
         /**
          * Largest realized wins of ranked traders within a period
-         * @description Closed positions resolved within `period` (default 1D), largest realized PnL first (ties by wallet). `side` is the outcome held, lower-case (`yes`, `no`, or the outcome name); `entryPrice` is the average entry price, `exitPrice` the settlement price. Refreshed by enrichment every 30 minutes.
+         * @description Closed positions of ranked traders resolved within `period` (default 1D), largest realized PnL first (ties by wallet). `side` is the outcome held, lower-case (`yes`, `no`, or the outcome name); `entryPrice` is the average entry price, `exitPrice` the settlement price. Refreshed by enrichment every 30 minutes from the closed positions it reads newest first (the same rows as the figures). `Last-Modified`: when enrichment last wrote (absent before the first enrichment).
          */
         get: operations["listBiggestWins"];
         put?: never;
@@ -3056,6 +3056,10 @@ export interface operations {
                 content: {
                     "application/json": {
                         nextCursor: string | null;
+                        /** @description True when `syncedAt` is older than 30 minutes, the latest leaderboard-sync failed, or there was no sync yet */
+                        stale: boolean;
+                        /** @description The board's last successful sync (ISO 8601; also sent as `Last-Modified`); null before the first */
+                        syncedAt: string | null;
                         traders: components["schemas"]["LeaderboardEntry"][];
                     };
                 };

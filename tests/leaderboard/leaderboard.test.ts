@@ -659,7 +659,11 @@ describe('leaderboard-sync', () => {
     expect(outcome.error).toMatch(/16 of 16 boards kept their last snapshot/);
     const after = await t.db.db.select().from(leaderboardCurrent);
     expect(after.map((r) => r.snapshotId).sort()).toEqual(before.map((r) => r.snapshotId).sort());
-    expect((await get('/api/v1/leaderboard?limit=100')).body).toEqual(page.body);
+    // The last good board, marked stale (docs/decisions.md §11.4).
+    expect(page.body.stale).toBe(false);
+    const during = await get('/api/v1/leaderboard?limit=100');
+    expect(during.body).toEqual({ ...page.body, stale: true });
+    expect(during.headers['last-modified']).toBe(page.headers['last-modified']);
   });
 
   it('a partial board (one page failing) keeps its last snapshot while the others switch', async () => {

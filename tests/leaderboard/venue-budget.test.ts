@@ -25,7 +25,7 @@ beforeAll(async () => {
       fake.setBoard(c, p, 'PNL', rows);
       fake.setBoard(c, p, 'VOL', rows);
     }
-  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { venueClients: { budgets: { data: RATE }, backoffMs: 50 } });
+  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { venueClients: { budgets: { data: RATE }, backoffMs: 50, attempts: 8 } });
 });
 afterAll(async () => {
   await t?.close();

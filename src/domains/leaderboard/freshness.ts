@@ -3,6 +3,9 @@ import type { DbHandle } from '../../db/index.js';
 
 /** A board older than this is stale (docs/decisions.md §11.4). */
 export const BOARD_STALE_AFTER_MS = 30 * 60_000;
+/** A ranked trader's figures are stale after 90 minutes, an on-demand profile after 24 hours (docs/decisions.md §11.4). */
+export const RANKED_PROFILE_STALE_MS = 90 * 60_000;
+export const ON_DEMAND_PROFILE_STALE_MS = 24 * 3_600_000;
 
 export interface Freshness {
   /** The board's last successful sync; null before the first one. */

@@ -13,6 +13,7 @@ import {
   TraderHistorySchema,
 } from './schemas.js';
 import {
+  cachedBoardFreshness,
   createLeaderboardCache,
   createOnDemandState,
   getTraderProfile,
@@ -20,6 +21,7 @@ import {
   listBiggestWins,
   listLeaderboard,
   peekLeaderboard,
+  withBoardFreshness,
   type ProfileDeps,
 } from './service.js';
 import { sendSerialized } from '../../lib/serializer.js';
@@ -74,9 +76,10 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
           '`search` is a case-insensitive substring of the display name or the address; `%`, `_` and `\\` are literal.',
           '`cursor` is opaque, HMAC-signed and bound to the query: reusing it with another tab, sort, direction, period, category or search is 400 INVALID_CURSOR; `limit` may change between pages.',
           'A walk keeps reading the snapshot it started on while that snapshot is retained (about 30 minutes after it is replaced).',
-          '`roi`, `winRate` (fractions), `sharpeRatio` and the other enrichment figures are all-time figures refreshed every 30 minutes; `pnl` and `volume` are the venue figures for the period.',
+          "`pnl` and `volume` are the venue figures for the period; `roi`, `winRate` (fractions 0–1), `wins`, `losses`, `bestTrade`, `sharpeRatio`, `tradeCount`, `avgEntry`, `avgTrade` and `sparkline` are computed by enrichment (every 30 minutes, best ranked first) from the trader's closed positions and trades within the board's period, losses included: the 7D board shows 7-day figures, ALL all-time. 0 until the trader is first enriched.",
+          "`syncedAt` is the board's last successful sync, also sent as `Last-Modified`; `stale` is true when it is older than 30 minutes, the latest leaderboard-sync failed, or there was none (`syncedAt: null`, no `Last-Modified`). Through a venue outage the last good board is served, marked stale.",
           "`rankChange` is the 1-day rank change of the trader's history on this (category, period) (`changes['1d'].rank` of GET /leaderboard/{address}/history): positive when the trader moved up, null without a point a day old; the same whatever the sort or tab.",
-          'Before the first sync the board is empty: `{ traders: [], nextCursor: null }`.',
+          'Before the first sync the board is empty: `{ traders: [], nextCursor: null, syncedAt: null, stale: true }`.',
           'Unknown query parameters are 400 VALIDATION_ERROR, so a misspelt parameter never silently falls back to its default.',
         ].join(' '),
         querystring: LeaderboardQuerySchema,
@@ -84,7 +87,18 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     // Already serialised (and maybe cached): sent as is; a cached page synchronously.
-    (request, reply) => sendSerialized(reply, peekLeaderboard(readDeps, request.query), () => listLeaderboard(readDeps, request.query)),
+    (request, reply) => {
+      // docs/decisions.md §11.4: syncedAt and stale in the body, the same instant as Last-Modified.
+      const finish = (body: string) => {
+        const f = cachedBoardFreshness(readDeps, request.query.category, request.query.period);
+        if (f.syncedAt) reply.header('last-modified', f.syncedAt.toUTCString());
+        return withBoardFreshness(body, f);
+      };
+      const peeked = peekLeaderboard(readDeps, request.query);
+      return sendSerialized(reply, peeked === undefined ? undefined : finish(peeked), () =>
+        listLeaderboard(readDeps, request.query).then(finish),
+      );
+    },
   );
 
   app.get(
@@ -96,12 +110,17 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['leaderboard'],
         summary: 'Largest realized wins of ranked traders within a period',
         description:
-          'Closed positions resolved within `period` (default 1D), largest realized PnL first (ties by wallet). `side` is the outcome held, lower-case (`yes`, `no`, or the outcome name); `entryPrice` is the average entry price, `exitPrice` the settlement price. Refreshed by enrichment every 30 minutes.',
+          'Closed positions of ranked traders resolved within `period` (default 1D), largest realized PnL first (ties by wallet). `side` is the outcome held, lower-case (`yes`, `no`, or the outcome name); `entryPrice` is the average entry price, `exitPrice` the settlement price. Refreshed by enrichment every 30 minutes from the closed positions it reads newest first (the same rows as the figures). `Last-Modified`: when enrichment last wrote (absent before the first enrichment).',
         querystring: BiggestWinsQuerySchema,
         response: { 200: z.array(BiggestWinSchema), ...problemResponses(400, 503) },
       },
     },
-    async (request) => listBiggestWins(deps(), request.query),
+    async (request, reply) => {
+      const { wins, syncedAt } = await listBiggestWins(readDeps, request.query);
+      // docs/decisions.md §11.4: when enrichment last wrote them.
+      if (syncedAt) reply.header('last-modified', syncedAt.toUTCString());
+      return wins;
+    },
   );
 
   app.get(
@@ -114,9 +133,10 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Profile of any EVM wallet address',
         description: [
           '`period` (1D, 7D, 30D, ALL; default 30D as in the seed example).',
-          'A trader on the current OVERALL board of the period who has been enriched is answered from stored data: `totalPnl` is the venue PnL for the period; `roi`, `winRate` and `totalTrades` are all-time enrichment figures.',
-          'Any other address is fetched from Polymarket on demand and cached for 5 minutes; its figures cover closed positions and trades within the period (open positions always count).',
-          'An address with no activity is 200 with zeros and empty arrays. The venue being down on an uncached address is 503 UNAVAILABLE.',
+          "A trader on the current OVERALL board of the period who has been enriched is answered from stored data: `totalPnl` is the venue PnL for the period; `roi`, `winRate`, `totalTrades` and `recentTrades` are the period's (closed positions and trades within it, losses included).",
+          'Any other address is an on-demand profile, fetched from Polymarket and cached for 5 minutes; its figures cover closed positions and trades within the period (open positions always count). An address with no activity is 200 with zeros and empty arrays, cached too.',
+          'For an address on no board: 30 requests per minute per client address, cached answers and 503s included, then 429 RATE_LIMITED with Retry-After. At most 4 venue fetches are in flight per instance; a request that cannot start one within 5 s is 503 UNAVAILABLE with Retry-After.',
+          '`syncedAt` is when the figures were last computed from the venue, also sent as `Last-Modified`; `stale` is true when that is older than 90 minutes (ranked) or 24 hours (on demand), or when the venue could not be read and the last copy is served. The venue down on an uncached address is 503 UNAVAILABLE.',
           '`marketId` of positions and trades is the Polymarket condition id; `side` of a trade is `buy` or `sell`; `timestamp` is ISO 8601.',
         ].join(' '),
         params: AddressParamsSchema,

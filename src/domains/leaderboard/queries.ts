@@ -112,6 +112,8 @@ export interface Pointer {
   period: string;
   snapshotId: number;
   version: number;
+  /** The board's last successful sync (docs/decisions.md §11.4). */
+  switchedAt: Date;
 }
 
 export async function selectPointers(db: DbOrTx): Promise<Pointer[]> {
@@ -121,8 +123,22 @@ export async function selectPointers(db: DbOrTx): Promise<Pointer[]> {
       period: leaderboardCurrent.period,
       snapshotId: leaderboardCurrent.snapshotId,
       version: leaderboardCurrent.version,
+      switchedAt: leaderboardCurrent.switchedAt,
     })
     .from(leaderboardCurrent);
+}
+
+/** Whether the latest finished leaderboard-sync run failed (some board kept an older snapshot). */
+export async function latestSyncFailed(dbh: DbHandle): Promise<boolean> {
+  const [row] = await dbh.rows<{ ok: boolean }>(sql`
+    select ok from job_runs where name = 'leaderboard-sync' and ok is not null order by started_at desc limit 1`);
+  return row?.ok === false;
+}
+
+/** When enrichment last wrote any trader (the biggest wins' freshness); null before the first time. */
+export async function latestEnrichment(dbh: DbHandle): Promise<Date | null> {
+  const [row] = await dbh.rows<{ at: Date | string | null }>(sql`select max(enriched_at) as at from trader_stats`);
+  return row?.at ? new Date(row.at) : null;
 }
 
 export async function snapshotIsReady(db: DbOrTx, id: number, category: string, period: string): Promise<boolean> {

@@ -53,6 +53,13 @@ export type LeaderboardEntry = z.infer<typeof LeaderboardEntrySchema>;
 export const LeaderboardPageSchema = z.object({
   traders: z.array(LeaderboardEntrySchema),
   nextCursor: z.string().nullable(),
+  syncedAt: z
+    .string()
+    .nullable()
+    .describe("The board's last successful sync (ISO 8601; also sent as `Last-Modified`); null before the first"),
+  stale: z
+    .boolean()
+    .describe('True when `syncedAt` is older than 30 minutes, the latest leaderboard-sync failed, or there was no sync yet'),
 });
 export type LeaderboardPage = z.infer<typeof LeaderboardPageSchema>;
 

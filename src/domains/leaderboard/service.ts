@@ -6,6 +6,7 @@ import { createSemaphore, type Semaphore } from '../../lib/semaphore.js';
 import { fetchTraderActivitySince, type DataApi } from '../../venues/polymarket/data-api.js';
 import { fallbackAvatar, periodMs, shortAddress, type Period } from '../../venues/polymarket/data-map.js';
 import { computeFigures } from './figures.js';
+import { BOARD_STALE_AFTER_MS, ON_DEMAND_PROFILE_STALE_MS, RANKED_PROFILE_STALE_MS } from './freshness.js';
 import {
   countBefore,
   selectBiggestWins,
@@ -13,6 +14,8 @@ import {
   selectEntry,
   selectPage,
   selectPointers,
+  latestSyncFailed,
+  latestEnrichment,
   selectPeriodStats,
   selectStats,
   isOnAnyBoard,
@@ -33,7 +36,7 @@ import type { BiggestWin, LeaderboardEntry, LeaderboardPage, LeaderboardQuery, T
  */
 export interface LeaderboardCache {
   pointerTtlMs: number;
-  pointers?: { at: number; map: Map<string, Pointer> };
+  pointers?: { at: number; map: Map<string, Pointer>; lastSyncFailed: boolean };
   pages: Map<string, string>;
   maxPages: number;
   /** Budget of characters (≈ bytes of JSON) the pages may hold; anonymous requests choose the keys. */
@@ -101,9 +104,9 @@ async function currentPointer(deps: ReadDeps, category: string, period: string):
   const now = Date.now();
   let map = freshPointers(deps.cache, now);
   if (!map) {
-    const rows = await selectPointers(deps.db);
+    const [rows, lastSyncFailed] = await Promise.all([selectPointers(deps.db), latestSyncFailed(deps.dbh)]);
     map = new Map(rows.map((r) => [`${r.category}|${r.period}`, r]));
-    deps.cache.pointers = { at: now, map };
+    deps.cache.pointers = { at: now, map, lastSyncFailed };
   }
   return map.get(`${category}|${period}`);
 }
@@ -181,6 +184,30 @@ export function peekLeaderboard(deps: ReadDeps, input: LeaderboardQuery): string
   return pointer ? deps.cache.pages.get(pageKey(pointer, queryKey(input), input)) : undefined;
 }
 
+export interface BoardFreshness {
+  syncedAt: Date | null;
+  stale: boolean;
+}
+
+/**
+ * docs/decisions.md §11.4 for one board, from the pointers the last read
+ * cached (at most pointerTtlMs old): its last successful sync, stale when
+ * older than 30 minutes, when the latest leaderboard-sync failed, or before
+ * the first sync.
+ */
+export function cachedBoardFreshness(deps: ReadDeps, category: string, period: string): BoardFreshness {
+  const p = deps.cache.pointers;
+  const pointer = p?.map.get(`${category}|${period}`);
+  if (!p || !pointer) return { syncedAt: null, stale: true };
+  const syncedAt = new Date(pointer.switchedAt);
+  return { syncedAt, stale: p.lastSyncFailed || deps.clock().getTime() - syncedAt.getTime() > BOARD_STALE_AFTER_MS };
+}
+
+/** Adds `syncedAt` and `stale` to a serialised page (cached pages are kept without them: they age). */
+export function withBoardFreshness(body: string, f: BoardFreshness): string {
+  return `${body.slice(0, -1)},"syncedAt":${f.syncedAt ? `"${f.syncedAt.toISOString()}"` : 'null'},"stale":${f.stale}}`;
+}
+
 /**
  * GET /leaderboard. Returns the serialised page (a JSON string), so cached
  * pages skip both the database and serialisation.
@@ -190,7 +217,7 @@ export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery): 
   const pointer = await currentPointer(deps, input.category, input.period);
   if (!pointer) {
     if (input.cursor) decodeQueryCursor(deps.secret, input.cursor, q);
-    return JSON.stringify({ traders: [], nextCursor: null } satisfies LeaderboardPage);
+    return JSON.stringify({ traders: [], nextCursor: null } satisfies Omit<LeaderboardPage, 'syncedAt' | 'stale'>);
   }
   // Only pages of the current snapshot reached with a verified cursor are cached, so an exact
   // hit on the raw cursor string needs no second HMAC check.
@@ -247,19 +274,20 @@ export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery): 
     };
     nextCursor = encodeCursor(deps.secret, CURSOR_SCOPE, payload);
   }
-  const body = JSON.stringify({ traders, nextCursor } satisfies LeaderboardPage);
+  const body = JSON.stringify({ traders, nextCursor } satisfies Omit<LeaderboardPage, 'syncedAt' | 'stale'>);
   if (cacheKey) keepPage(deps.cache, cacheKey, body);
   return body;
 }
 
+/** The biggest wins, and when enrichment last wrote them (their `Last-Modified`; null before the first enrichment). */
 export async function listBiggestWins(
-  deps: Pick<ReadDeps, 'db' | 'clock'>,
+  deps: Pick<ReadDeps, 'db' | 'dbh' | 'clock'>,
   input: { period: Period; limit: number },
-): Promise<BiggestWin[]> {
+): Promise<{ wins: BiggestWin[]; syncedAt: Date | null }> {
   const ms = periodMs(input.period);
   const since = ms === undefined ? undefined : new Date(deps.clock().getTime() - ms);
-  const rows = await selectBiggestWins(deps.db, since, input.limit);
-  return rows.map((r) => ({
+  const [rows, syncedAt] = await Promise.all([selectBiggestWins(deps.db, since, input.limit), latestEnrichment(deps.dbh)]);
+  const wins = rows.map((r) => ({
     walletAddress: r.walletAddress,
     displayName: r.displayName,
     marketTitle: r.marketTitle,
@@ -269,13 +297,11 @@ export async function listBiggestWins(
     exitPrice: r.exitPrice,
     resolvedAt: r.resolvedAt.toISOString(),
   }));
+  return { wins, syncedAt };
 }
 
 /** Closed-position pages an on-demand profile reads at most (50 rows each): someone is waiting. */
 export const ON_DEMAND_CLOSED_PAGES = 10;
-/** docs/decisions.md §11.4: a ranked trader's figures are stale after 90 minutes, an on-demand profile after 24 hours. */
-export const RANKED_PROFILE_STALE_MS = 90 * 60_000;
-export const ON_DEMAND_PROFILE_STALE_MS = 24 * 3_600_000;
 /** docs/decisions.md §11.7: venue fetches of on-demand profiles in flight per instance, and how long the next one waits. */
 export const ON_DEMAND_IN_FLIGHT = 4;
 export const ON_DEMAND_WAIT_MS = 5_000;

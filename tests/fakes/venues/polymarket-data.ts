@@ -5,9 +5,12 @@ import { enforceBudget } from './budget.js';
 /**
  * A fake Polymarket Data API speaking the v1 wire format of docs/venues.md §1–2:
  * bare arrays, `rank` as a string, limit/offset paging with the venue's
- * bounds (leaderboard limit ≤ 50, offset ≤ 1000; closed positions limit ≤ 50,
- * ordered by `sortBy` (default `REALIZEDPNL`) and `sortDirection` (default
- * `DESC`)). Its throttle is the live one: HTTP 200 `{"error":"Too Many Requests"}`,
+ * bounds (leaderboard limit ≤ 50, offset ≤ 1000, `timePeriod` DAY when
+ * omitted; positions limit ≤ 500, offset ≤ 10,000, size < 1 hidden unless
+ * `sizeThreshold=0`; closed positions limit ≤ 50, offset ≤ 100,000, ordered
+ * by `sortBy` (default `REALIZEDPNL`, the venue's: biggest wins first) and
+ * `sortDirection` (default `DESC`); trades limit and offset ≤ 10,000).
+ * Scripted rows are served as given, malformed ones included. Its throttle is the live one: HTTP 200 `{"error":"Too Many Requests"}`,
  * on demand (`throttleNext`) or past a budget (`setBudget`).
  * Users without scripted activity get deterministic synthetic activity
  * derived from their address, so a whole board can be enriched.
@@ -150,9 +153,11 @@ export async function startFakeDataApi(): Promise<FakeDataApi> {
     const a = activity(req.query);
     if (!a) return bad('user is required');
     const limit = intParam(req.query, 'limit', 100);
+    const offset = intParam(req.query, 'offset', 0);
     if (limit === undefined || limit > 500) return bad('limit must be between 0 and 500');
+    if (offset === undefined || offset > 10_000) return bad('offset must be between 0 and 10000');
     const threshold = Number(req.query.get('sizeThreshold') ?? 1);
-    return { body: a.positions.filter((p) => Number(p.size) >= threshold).slice(0, limit) };
+    return { body: a.positions.filter((p) => Number(p.size) >= threshold).slice(offset, offset + limit) };
   });
   server.on('GET', '/closed-positions', (req) => {
     if (throttled()) return THROTTLE;
@@ -181,8 +186,10 @@ export async function startFakeDataApi(): Promise<FakeDataApi> {
     const a = activity(req.query);
     if (!a) return { body: [] };
     const limit = intParam(req.query, 'limit', 100);
+    const offset = intParam(req.query, 'offset', 0);
     if (limit === undefined || limit > 10_000) return bad('limit must be between 0 and 10000');
-    return { body: [...a.trades].sort((x, y) => Number(y.timestamp) - Number(x.timestamp)).slice(0, limit) };
+    if (offset === undefined || offset > 10_000) return bad('offset must be between 0 and 10000');
+    return { body: [...a.trades].sort((x, y) => Number(y.timestamp) - Number(x.timestamp)).slice(offset, offset + limit) };
   });
 
   return {
