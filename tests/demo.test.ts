@@ -33,7 +33,14 @@ describe('npm run demo', () => {
       await db.close();
     }
     const port = 20_000 + Math.floor(Math.random() * 20_000);
-    demo = startNpmScript('demo', { PORT: String(port), DATABASE_URL: databaseUrl, REDIS_URL: undefined, INTERNAL_API_TOKEN: undefined });
+    // A job still running at SIGTERM (enrichment, on a busy machine) is waited for rather than cut off.
+    demo = startNpmScript('demo', {
+      PORT: String(port),
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: undefined,
+      INTERNAL_API_TOKEN: undefined,
+      SHUTDOWN_TIMEOUT_MS: '60000',
+    });
 
     const token = (await waitForOutput(demo, /access token\s+(\S+)/, 240_000))[1];
     const out = demo.output();
@@ -91,7 +98,7 @@ describe('npm run demo', () => {
 
     s.close();
     demo.kill('SIGTERM');
-    const code = await waitForExit(demo);
+    const code = await waitForExit(demo, 90_000);
     expect(code, demo.output().slice(-3000)).toBe(0);
   }, 360_000);
 });
