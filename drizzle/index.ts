@@ -8,3 +8,4 @@ export * from './push.js';
 export * from './leaderboard.js';
 export * from './history.js';
 export * from './jobs.js';
+export * from './streams.js';

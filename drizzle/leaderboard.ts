@@ -128,18 +128,39 @@ export interface StoredTrade {
   timestamp: string;
 }
 
-/** Enrichment per trader from positions, closed positions and trades (leaderboard-enrich). */
+/**
+ * Enrichment per trader (leaderboard-enrich): what does not depend on a
+ * period (open positions, latest trades) and when the trader was last read
+ * from the venue. The figures are per period, in trader_period_stats.
+ */
 export const traderStats = pgTable(
   'trader_stats',
   {
     walletAddress: text('wallet_address').primaryKey(),
-    totalPnl: doublePrecision('total_pnl').notNull().default(0),
-    ...enrichmentColumns(),
     topPositions: jsonb('top_positions').$type<StoredPosition[]>().notNull().default([]),
     recentTrades: jsonb('recent_trades').$type<StoredTrade[]>().notNull().default([]),
     enrichedAt: timestamp('enriched_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [index('trader_stats_enriched_idx').on(t.enrichedAt)],
+);
+
+/**
+ * The figures of one trader over one period (docs/decisions.md §11.6),
+ * computed from the closed positions and trades of that period, losses
+ * included; copied into the entries of that period's boards. Each row keeps
+ * its own refresh time.
+ */
+export const traderPeriodStats = pgTable(
+  'trader_period_stats',
+  {
+    walletAddress: text('wallet_address').notNull(),
+    period: text('period').notNull(), // 1D | 7D | 30D | ALL
+    /** Realized PnL of the period's closed positions + cash PnL of open positions. */
+    totalPnl: doublePrecision('total_pnl').notNull().default(0),
+    ...enrichmentColumns(),
+    enrichedAt: timestamp('enriched_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.walletAddress, t.period] })],
 );
 
 /** Largest realized wins from closed positions, per trader and position. */

@@ -8,8 +8,9 @@ import type { Config } from './config.js';
 import type { DbHandle } from './db/index.js';
 import { problem, unavailable } from './errors.js';
 import { serializeError } from './lib/log-errors.js';
+import { lazyChildLogger, RequestLogController } from './lib/request-log.js';
 import { errorsPlugin, sendProblem } from './plugins/errors.js';
-import { securityHeadersPlugin } from './plugins/security-headers.js';
+import { securityHeaders } from './plugins/security-headers.js';
 import { infraPlugin } from './plugins/infra.js';
 import { clientAddressPlugin } from './plugins/client-address.js';
 import { metricsPlugin } from './plugins/metrics.js';
@@ -29,12 +30,25 @@ import { alertRoutes } from './domains/alerts/plugin.js';
 import { pushRoutes } from './domains/push/plugin.js';
 import { leaderboardRoutes } from './domains/leaderboard/plugin.js';
 import { realtimePlugin, type RealtimeOptions } from './domains/realtime/plugin.js';
+import { hotMarketsPlugin, type HotMarketsPluginOptions } from './domains/events/hot-markets-plugin.js';
 import { realtimeDocument } from './domains/realtime/schemas.js';
 import { asyncApiDocument } from './domains/realtime/asyncapi.js';
 import { jobsPlugin } from './jobs/plugin.js';
 import { jobRoutes } from './jobs/routes.js';
 import { jobDefinitions } from './jobs/registry.js';
 import type { JobDefinition } from './jobs/types.js';
+import { createVenueClients, type VenueClientOptions, type VenueClients } from './venues/clients.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * One client and rate limiter per venue API for the whole process
+     * (docs/venues.md "What we call"): every job and on-demand path uses these,
+     * so together they stay within each API's budget.
+     */
+    venues: VenueClients;
+  }
+}
 
 export const BODY_LIMIT = 64 * 1024;
 export const REQUEST_TIMEOUT_MS = 30_000;
@@ -55,8 +69,12 @@ export interface BuildOverrides {
   migrate?: boolean;
   /** WebSocket limits and timings (tests shrink them); defaults are docs/api-contract.md §8's. */
   realtime?: Partial<RealtimeOptions>;
+  /** Hot-market registry, lease and venue-socket timings (tests shrink them); defaults meet docs/decisions.md §11.2. */
+  hotMarkets?: HotMarketsPluginOptions;
   /** Overload thresholds (tests force the refusal path with them). */
   overload?: OverloadOptions;
+  /** Venue client options (tests raise the budgets to run fast, or lower retries). */
+  venues?: VenueClientOptions;
 }
 
 export function loggerOptions(config: Config, opts: { pretty?: boolean } = {}): FastifyServerOptions['logger'] {
@@ -98,6 +116,9 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export async function buildApp(config: Config, overrides: BuildOverrides = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: overrides.logger ?? loggerOptions(config),
+    // Access log opt-in (LOG_REQUESTS), request loggers built on first use (src/lib/request-log.ts).
+    logController: new RequestLogController(config.LOG_REQUESTS),
+    childLoggerFactory: lazyChildLogger,
     bodyLimit: BODY_LIMIT,
     // Off on purpose: the client address is ours (plugins/client-address.ts, docs/decisions.md §10.1).
     trustProxy: false,
@@ -134,14 +155,21 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   app.setSerializerCompiler(serializerCompiler);
 
   await app.register(errorsPlugin);
-  // Hooks that run on every request are callback-style, not async: each
-  // async hook costs a promise and a microtask turn per request.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  // The one onRequest hook every request runs: request id, security headers
+  // and the closing guard. Hooks that run on every request are callback-style,
+  // not async (each async hook costs a promise and a microtask turn), and one
+  // hook is cheaper than three (each is a step of Fastify's hook runner).
+  const security = securityHeaders(config.isProduction);
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    done();
+    reply.headers(request.url.startsWith('/docs') ? security.docs : security.api);
+    done(closing ? unavailable('The server is shutting down, retry on another instance', 1) : undefined);
   });
 
-  await app.register(securityHeadersPlugin, { production: config.isProduction });
   if (config.CORS_ORIGINS.length > 0) {
     const allowed = new Set(config.CORS_ORIGINS);
     await app.register(cors, {
@@ -162,20 +190,14 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     clock: overrides.clock,
     migrate: overrides.migrate,
   });
+  app.decorate('venues', createVenueClients(config, overrides.venues));
 
   // docs/decisions.md §15.1: its onResponse hook sees every route registered below.
   if (config.METRICS_PORT !== 0) await app.register(metricsPlugin);
   else app.decorate('metrics', undefined);
   // docs/decisions.md §15.3: refuse early under overload, before any other per-request work.
-  await app.register(overloadPlugin, overrides.overload ?? {});
+  if (config.OVERLOAD_GUARD) await app.register(overloadPlugin, overrides.overload ?? {});
 
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
-  app.addHook('onRequest', (_request, _reply, done) => {
-    done(closing ? unavailable('The server is shutting down, retry on another instance', 1) : undefined);
-  });
   app.addHook('onSend', (_request, reply, payload, done) => {
     // Responses finished while draining close their keep-alive connection,
     // so the server can stop as soon as the last in-flight request is done.
@@ -204,6 +226,8 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   await app.register(leaderboardRoutes, { prefix: '/api/v1/leaderboard' });
   await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot' });
 
+  // docs/decisions.md §11.2: before realtime, so it sees the Socket.IO rooms from the first socket on.
+  await app.register(hotMarketsPlugin, overrides.hotMarkets ?? {});
   await app.register(realtimePlugin, overrides.realtime ?? {});
   await app.register(jobsPlugin, {
     definitions: overrides.jobs ?? jobDefinitions,

@@ -164,10 +164,26 @@ const EnvSchema = z
         })
         .default('info'),
     ),
+    // One info line per request (off: request metrics count every request; errors are logged either way).
+    LOG_REQUESTS: bool(false),
     POLYMARKET_DATA_API_URL: httpUrl('POLYMARKET_DATA_API_URL').default('https://data-api.polymarket.com'),
     POLYMARKET_GAMMA_API_URL: httpUrl('POLYMARKET_GAMMA_API_URL').default('https://gamma-api.polymarket.com'),
     POLYMARKET_CLOB_API_URL: httpUrl('POLYMARKET_CLOB_API_URL').default('https://clob.polymarket.com'),
     KALSHI_API_URL: httpUrl('KALSHI_API_URL').default('https://api.elections.kalshi.com/trade-api/v2'),
+    // docs/decisions.md §1, §11.2: used exactly as given; empty turns the hot-market feed off.
+    POLYMARKET_MARKET_WS_URL: z
+      .string()
+      .default('wss://ws-subscriptions-clob.polymarket.com/ws/market')
+      .transform((v) => v.trim())
+      .refine((v) => {
+        if (v === '') return true;
+        try {
+          const u = new URL(v);
+          return u.protocol === 'ws:' || u.protocol === 'wss:';
+        } catch {
+          return false;
+        }
+      }, 'POLYMARKET_MARKET_WS_URL must be a ws(s) URL, or empty to turn the hot-market feed off'),
     IDP_USERINFO_URL: httpUrl('IDP_USERINFO_URL').optional(),
     IDP_JWKS_URL: httpUrl('IDP_JWKS_URL').optional(),
     IDP_ISSUER: optionalString,
@@ -199,8 +215,19 @@ const EnvSchema = z
       z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(1, 'must be a positive EIP-155 chain id').default(1),
     ),
     SIGN_IN_BARE_NONCE: bool(true),
+    // docs/decisions.md §12.1: how long a user's stream events are kept for resume (whichever keeps more).
+    STREAM_KEEP_DAYS: z.preprocess(
+      emptyToUndefined,
+      z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0, 'must be 0 or more').default(7),
+    ),
+    STREAM_KEEP_EVENTS: z.preprocess(
+      emptyToUndefined,
+      z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0, 'must be 0 or more').default(1000),
+    ),
     // docs/decisions.md §15.1: Prometheus metrics on their own listener; 0 turns them off.
     METRICS_PORT: port(9464),
+    // docs/decisions.md §15.3: refuse requests with 503 past the event-loop delay or heap limit.
+    OVERLOAD_GUARD: bool(true),
     SHUTDOWN_TIMEOUT_MS: z.preprocess(
       emptyToUndefined,
       z.coerce.number({ message: 'must be a number' }).int().min(100, 'must be at least 100').default(10_000),
@@ -281,5 +308,14 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
 /** A config for tests and tools: defaults plus overrides, no process.env. */
 export function testConfig(overrides: Record<string, string | undefined> = {}): Config {
   // METRICS_PORT off: many apps share one test process; the metrics tests pick a port.
-  return loadConfig({ NODE_ENV: 'test', DATABASE_URL: 'pglite:memory', JOBS: 'off', LOG_LEVEL: 'silent', METRICS_PORT: '0', ...overrides });
+  // POLYMARKET_MARKET_WS_URL off: tests never reach the venue; the hot-market tests point it at their fake.
+  return loadConfig({
+    NODE_ENV: 'test',
+    DATABASE_URL: 'pglite:memory',
+    JOBS: 'off',
+    LOG_LEVEL: 'silent',
+    METRICS_PORT: '0',
+    POLYMARKET_MARKET_WS_URL: '',
+    ...overrides,
+  });
 }

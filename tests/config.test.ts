@@ -35,7 +35,22 @@ describe('configuration', () => {
     expect(c.POLYMARKET_DATA_API_URL).toBe('https://data-api.polymarket.com');
     expect(c.KALSHI_API_URL).toBe('https://api.elections.kalshi.com/trade-api/v2');
     expect(c.LOG_LEVEL).toBe('info');
+    expect(c.STREAM_KEEP_DAYS).toBe(7);
+    expect(c.STREAM_KEEP_EVENTS).toBe(1000);
     expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('POLYMARKET_MARKET_WS_URL: the venue by default, empty turns the feed off, only ws(s) URLs (docs/decisions.md §11.2)', () => {
+    expect(loadConfig({}).POLYMARKET_MARKET_WS_URL).toBe('wss://ws-subscriptions-clob.polymarket.com/ws/market');
+    expect(loadConfig({ POLYMARKET_MARKET_WS_URL: '' }).POLYMARKET_MARKET_WS_URL).toBe('');
+    expect(loadConfig({ POLYMARKET_MARKET_WS_URL: '  ' }).POLYMARKET_MARKET_WS_URL).toBe('');
+    // Used exactly as given: path and query are kept.
+    expect(loadConfig({ POLYMARKET_MARKET_WS_URL: 'ws://127.0.0.1:9/ws/market?x=1' }).POLYMARKET_MARKET_WS_URL).toBe(
+      'ws://127.0.0.1:9/ws/market?x=1',
+    );
+    expect(problemsOf({ POLYMARKET_MARKET_WS_URL: 'https://example.com/ws' })).toEqual([
+      'POLYMARKET_MARKET_WS_URL: must be a ws(s) URL, or empty to turn the hot-market feed off (got "https://example.com/ws")',
+    ]);
   });
 
   it('parses every variable', () => {
@@ -109,6 +124,18 @@ describe('configuration', () => {
     expect(problemsOf({ SIGN_IN_URI: 'ftp://x' })[0]).toMatch(/^SIGN_IN_URI: /);
     expect(problemsOf({ SIGN_IN_CHAIN_ID: '0' })[0]).toMatch(/^SIGN_IN_CHAIN_ID: /);
     expect(loadConfig({ SIGN_IN_DOMAIN: 'localhost:5173' }).SIGN_IN_DOMAIN).toBe('localhost:5173');
+  });
+
+  it('keeps stream events for whole days and a count of events, 0 allowed (docs/decisions.md §12.1)', () => {
+    const c = loadConfig({ STREAM_KEEP_DAYS: '0', STREAM_KEEP_EVENTS: '0' });
+    expect([c.STREAM_KEEP_DAYS, c.STREAM_KEEP_EVENTS]).toEqual([0, 0]);
+    expect(loadConfig({ STREAM_KEEP_DAYS: '30', STREAM_KEEP_EVENTS: '5000' })).toMatchObject({
+      STREAM_KEEP_DAYS: 30,
+      STREAM_KEEP_EVENTS: 5000,
+    });
+    expect(problemsOf({ STREAM_KEEP_DAYS: '-1' })[0]).toMatch(/^STREAM_KEEP_DAYS: /);
+    expect(problemsOf({ STREAM_KEEP_DAYS: '1.5' })[0]).toMatch(/^STREAM_KEEP_DAYS: .*integer/);
+    expect(problemsOf({ STREAM_KEEP_EVENTS: 'many' })[0]).toMatch(/^STREAM_KEEP_EVENTS: .*number/);
   });
 
   it('IDP_JWKS_URL needs explicit IDP_ISSUER and IDP_AUDIENCE (the userinfo default does not count)', () => {

@@ -307,7 +307,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     const s = await signIn(B, B);
     expect(s.res.status, s.res.text).toBe(201);
     const userOnA = await connect(A.url, { token: s.accessToken, extraHeaders: { 'x-forwarded-for': freshIp() } });
-    expect(await ack(userOnA, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true });
+    expect(await ack(userOnA, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true, seq: 0 });
     const note = next<any>(userOnA, 'notification', 10_000);
     const raised = await call(B, 'POST', '/api/v1/internal/notifications', {
       headers: INTERNAL,

@@ -1,12 +1,11 @@
-import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { SignJWT } from 'jose';
-import { ConfigError, loadConfig, type Config } from '../config.js';
-import { createDb, type DbHandle } from '../db/index.js';
+import type { Config } from '../config.js';
+import type { DbHandle } from '../db/index.js';
 import { runMigrations } from '../db/migrate.js';
 import { normalizeAddress } from '../domains/auth/wallet-verify.js';
 import { loadDevEnv } from '../lib/dev-env.js';
+import { loadCliConfig, openCliDb, parseCli, runIfMain, UsageError, wholeNumber } from './common.js';
 
 /**
  * `npm run token -- <address|userId>`: prints an access token for local use
@@ -21,7 +20,7 @@ export const USAGE =
   'usage: npm run token -- <address|userId> [--chain evm|solana] [--minutes N (1-1440, default 15)]\n' +
   '  prints an access token for local use; an address gets its wallet account created when needed';
 
-export class UsageError extends Error {}
+export { UsageError };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -32,28 +31,11 @@ export interface TokenRequest {
 }
 
 export function parseTokenArgs(argv: string[]): TokenRequest {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: { chain: { type: 'string' }, minutes: { type: 'string' } },
-    });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  const parsed = parseCli(argv, { chain: { type: 'string' }, minutes: { type: 'string' } });
   if (parsed.positionals.length !== 1) throw new UsageError('give exactly one address or user id');
   const chain = parsed.values.chain;
   if (chain !== undefined && chain !== 'evm' && chain !== 'solana') throw new UsageError('--chain must be evm or solana');
-  const rawMinutes = parsed.values.minutes;
-  let minutes = 15;
-  if (rawMinutes !== undefined) {
-    if (!/^\d+$/.test(rawMinutes) || Number(rawMinutes) < 1 || Number(rawMinutes) > 1440) {
-      throw new UsageError('--minutes must be a whole number between 1 and 1440');
-    }
-    minutes = Number(rawMinutes);
-  }
+  const minutes = wholeNumber('minutes', parsed.values.minutes, 15, 1, 1440);
   return { subject: parsed.positionals[0], chain, minutes };
 }
 
@@ -109,29 +91,11 @@ async function main(): Promise<number> {
   };
   const { env } = loadDevEnv(process.env);
   if (env.NODE_ENV?.trim() === 'production') return refuse();
-  let config: Config;
-  try {
-    config = loadConfig(env);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      return 1;
-    }
-    throw err;
-  }
+  const config = loadCliConfig(env);
+  if (typeof config === 'number') return config;
   if (config.isProduction) return refuse();
-  let dbh: DbHandle;
-  try {
-    dbh = await createDb(config.DATABASE_URL, { max: 2, applicationName: 'predict-backend token' });
-  } catch (err) {
-    process.stderr.write(
-      `${(err as Error).message}\n` +
-        (config.databaseKind === 'pglite'
-          ? 'The embedded database allows one process at a time: stop the service first, or run both on PostgreSQL (DATABASE_URL=postgres://…).\n'
-          : ''),
-    );
-    return 1;
-  }
+  const dbh = await openCliDb(config, 'token');
+  if (typeof dbh === 'number') return dbh;
   try {
     await runMigrations(dbh);
     const user = await resolveTokenUser(dbh, req);
@@ -150,12 +114,4 @@ async function main(): Promise<number> {
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().then(
-    (code) => process.exit(code),
-    (err) => {
-      process.stderr.write(`token failed: ${(err as Error).message}\n`);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, 'token', main);

@@ -22,7 +22,7 @@ export {
   type SessionInfo,
   type RefreshLock,
 } from './session.js';
-export { Realtime, type RealtimeOptions, type RealtimeEvents, type Ack } from './realtime.js';
+export { Realtime, type RealtimeOptions, type RealtimeEvents, type ClientRaisedEvents, type Ack } from './realtime.js';
 export type { paths, components } from './schema.js';
 
 export function createApiClient(opts: SessionOptions) {

@@ -509,7 +509,7 @@ export interface paths {
         };
         /**
          * The caller's notifications, newest first
-         * @description Filters `read` (`true`/`false`) and `type`; keyset pagination with an opaque `cursor` (`nextCursor` is null on the last page). `unreadCount` counts every unread notification of the caller, whatever the filters.
+         * @description Filters `read` (`true`/`false`) and `type`; keyset pagination with an opaque `cursor` (`nextCursor` is null on the last page). `unreadCount` counts every unread notification of the caller, whatever the filters. `seq` is the caller's latest `user:notifications` stream seq when the page was read: subscribe with it as `lastSeq` to receive every later change (docs/decisions.md §12.4).
          */
         get: operations["listNotifications"];
         put?: never;
@@ -833,13 +833,13 @@ export interface components {
             /** Format: int64 */
             wins: number;
         };
-        /** @description `market:update` on `market:<marketId>`: the market’s price or volume changed */
+        /** @description `market:update` on `market:<marketId>`: the market’s price or volume changed. Within 2 s of a venue change for a Polymarket market with a live subscriber (docs/decisions.md §11.2), else from the 60 s price cycle */
         MarketUpdate: {
             /** @description Our market id: `pm-<id>` or `ks-<ticker>` */
             marketId: string;
             /**
              * Format: date-time
-             * @description ISO 8601: when the sync saw the change
+             * @description ISO 8601: when the sync, or the venue socket of a hot market, saw the change
              */
             timestamp: string;
             volume: number;
@@ -889,6 +889,77 @@ export interface components {
             title: string;
             /** @enum {string} */
             type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed";
+        };
+        /** @description `notification:deleted` on `user:notifications`: one notification was removed */
+        NotificationDeletedEvent: {
+            id: string;
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
+        };
+        /** @description `notification` on `user:notifications`: a new Notification, with the stream `seq` and the unread count after it */
+        NotificationEvent: {
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                [key: string]: unknown;
+            };
+            id: string;
+            message: string;
+            read: boolean;
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            title: string;
+            /** @enum {string} */
+            type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed";
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
+        };
+        /** @description `notifications:read-all` on `user:notifications`: mark-all-read changed something */
+        NotificationsReadAllEvent: {
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
+            /**
+             * Format: int64
+             * @description How many notifications changed from unread to read
+             */
+            updated: number;
+        };
+        /** @description `notification:updated` on `user:notifications`: one notification was marked read */
+        NotificationUpdatedEvent: {
+            id: string;
+            read: boolean;
+            /**
+             * Format: int64
+             * @description This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`
+             */
+            seq: number;
+            /**
+             * Format: int64
+             * @description The user's unread notifications after the change
+             */
+            unreadCount: number;
         };
         PriceAlert: {
             active: boolean;
@@ -996,6 +1067,10 @@ export interface components {
                 timestamp: string;
             }[];
             roi: number;
+            /** @description True when `syncedAt` is older than 90 minutes (a ranked trader) or 24 hours (an on-demand profile), or when the venue could not be read and the last good copy is served */
+            stale: boolean;
+            /** @description When these figures were last computed from the venue (ISO 8601; also sent as `Last-Modified`); null before the first time */
+            syncedAt: string | null;
             topPositions: {
                 avgPrice: number;
                 currentPrice: number;
@@ -2674,6 +2749,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Rate limited: see Retry-After and RateLimit-* headers */
+            429: {
+                headers: {
+                    /** @description Requests allowed in the window */
+                    "RateLimit-Limit"?: unknown;
+                    /** @description Requests left in the window */
+                    "RateLimit-Remaining"?: unknown;
+                    /** @description Seconds until a request is allowed again */
+                    "RateLimit-Reset"?: unknown;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unexpected error; the body reveals nothing internal */
             500: {
                 headers: {
@@ -3073,6 +3165,11 @@ export interface operations {
                         /** @description null on the last page */
                         nextCursor: string | null;
                         notifications: components["schemas"]["Notification"][];
+                        /**
+                         * Format: int64
+                         * @description The user's latest stream `seq` when the page was read (docs/decisions.md §12.4): subscribe to `user:notifications` with it as `lastSeq` to get every change after this page
+                         */
+                        seq: number;
                         /**
                          * Format: int64
                          * @description All unread notifications of the user, whatever the filters

@@ -1,4 +1,5 @@
 import { ApiError, toApiError } from './errors.js';
+import type { paths } from './schema.js';
 
 export type Chain = 'solana' | 'evm';
 
@@ -39,16 +40,8 @@ export interface SessionOptions {
 /** Runs `fn` while holding a lock shared by every tab (or process) that refreshes this session. */
 export type RefreshLock = <T>(name: string, fn: () => Promise<T>) => Promise<T>;
 
-/** One of the caller's sessions (docs/decisions.md §10.5). */
-export interface SessionInfo {
-  id: string;
-  current: boolean;
-  createdAt: string;
-  lastUsedAt: string;
-  expiresAt: string;
-  userAgent: string | null;
-  ip: string | null;
-}
+/** One of the caller's sessions (docs/decisions.md §10.5), as the OpenAPI document defines it. */
+export type SessionInfo = paths['/api/v1/auth/sessions']['get']['responses'][200]['content']['application/json']['sessions'][number];
 
 function webLocks(): RefreshLock | undefined {
   const locks = (globalThis as { navigator?: { locks?: { request: <T>(name: string, fn: () => Promise<T>) => Promise<T> } } }).navigator

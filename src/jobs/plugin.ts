@@ -50,6 +50,7 @@ export const jobsPlugin = fp<JobsOptions>(
       redis: app.redisClient,
       dataChanged: (topic) => app.signals.emit('dataChanged', topic),
       delivery: app.delivery,
+      venues: app.venues,
     });
 
     async function execute(def: JobDefinition, wait: boolean): Promise<JobOutcome | undefined> {

@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import type { Db, DbHandle } from '../db/index.js';
 import type { DataTopic, PublishFn } from '../plugins/infra.js';
 import type { DeliveryState } from '../domains/notifications/delivery.js';
+import type { VenueClients } from '../venues/clients.js';
 
 /**
  * What a job's run() gets: explicit dependencies, no singletons. A job hands
@@ -22,6 +23,8 @@ export interface JobDeps {
   dataChanged(topic: DataTopic): void;
   /** The notify path's delivery state (channels, in-flight kicks): notify() and delivery-sweep use it. */
   delivery: DeliveryState;
+  /** The process's venue clients: one rate limiter per venue API, shared with the on-demand paths (app.venues). */
+  venues: VenueClients;
 }
 
 export interface JobResult {

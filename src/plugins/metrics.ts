@@ -37,6 +37,87 @@ const METHOD_INDEX: Record<string, number> = { GET: 0, POST: 1, PUT: 2, PATCH: 3
 const OUTBOX_CHANNELS = ['push', 'messenger'];
 const OUTBOX_STATUSES = ['pending', 'sent', 'skipped', 'failed'];
 
+interface Cell {
+  labels: { method: string; route: string; status_code: string };
+  /** Observations per bucket (not cumulative); the last slot is +Inf. */
+  counts: Float64Array;
+  sum: number;
+  count: number;
+}
+
+/**
+ * http_request_duration_seconds. prom-client's Histogram checks and hashes
+ * the label set on every observe(), even through a labelled child, which was
+ * most of the metrics hook's cost per request; this one adds to a cell the
+ * hook already holds and builds prom-client's exposition values only at
+ * scrape time (registered as a custom metric: name, help, type, get()).
+ */
+class RequestHistogram {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  private readonly cells: Cell[] = [];
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly bounds: number[],
+  ) {}
+  cell(method: string, route: string, status: string): Cell {
+    const c: Cell = { labels: { method, route, status_code: status }, counts: new Float64Array(this.bounds.length + 1), sum: 0, count: 0 };
+    this.cells.push(c);
+    return c;
+  }
+  observe(c: Cell, seconds: number): void {
+    const b = this.bounds;
+    let i = 0;
+    while (i < b.length && seconds > b[i]) i++;
+    c.counts[i]++;
+    c.sum += seconds;
+    c.count++;
+  }
+  get() {
+    const values: Array<{ labels: Record<string, string | number>; value: number; metricName: string }> = [];
+    for (const c of this.cells) {
+      let acc = 0;
+      for (let i = 0; i < this.bounds.length; i++) {
+        acc += c.counts[i];
+        values.push({ labels: { le: this.bounds[i], ...c.labels }, value: acc, metricName: `${this.name}_bucket` });
+      }
+      values.push({ labels: { le: '+Inf', ...c.labels }, value: c.count, metricName: `${this.name}_bucket` });
+      values.push({ labels: { ...c.labels }, value: c.sum, metricName: `${this.name}_sum` });
+      values.push({ labels: { ...c.labels }, value: c.count, metricName: `${this.name}_count` });
+    }
+    return Promise.resolve({ name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator });
+  }
+  reset(): void {
+    for (const c of this.cells) {
+      c.counts.fill(0);
+      c.sum = 0;
+      c.count = 0;
+    }
+  }
+}
+
+type WithContext = FastifyRequest & Record<symbol, { config?: { url?: string } } | undefined>;
+let contextSymbol: symbol | null | undefined;
+
+/**
+ * The route pattern a request matched, or `unmatched`. `request.routeOptions`
+ * builds a new 13-field object on every read (Fastify 5.12), which cost a
+ * measurable share of a small response (tests/bench/RESULTS.md); the pattern
+ * is read from the route context Fastify keeps on the request
+ * (`Symbol(fastify.context)`, found once), falling back to routeOptions if a
+ * Fastify release moves it.
+ */
+export function routePattern(request: FastifyRequest): string {
+  if (contextSymbol === undefined)
+    contextSymbol = Object.getOwnPropertySymbols(request).find((s) => s.description === 'fastify.context') ?? null;
+  if (contextSymbol !== null) {
+    const ctx = (request as WithContext)[contextSymbol];
+    if (ctx !== undefined) return ctx.config?.url ?? 'unmatched';
+  }
+  return request.routeOptions.url ?? 'unmatched';
+}
+
 /** Names an upstream call by the configured base URL it starts with (longest first). */
 function upstreamNamer(config: Config): (url: string) => string {
   const bases: Array<[string, string]> = (
@@ -60,7 +141,7 @@ function upstreamNamer(config: Config): (url: string) => string {
  * Prometheus metrics (docs/decisions.md §15.1) on their own listener,
  * `METRICS_PORT` on `HOST`, path /metrics, never on the API port. Request
  * metrics are one callback-style onResponse hook keyed by the route pattern
- * (`routeOptions.url`, never the raw URL, so cardinality stays bounded);
+ * (see routePattern(), never the raw URL, so cardinality stays bounded);
  * everything read from the database (data age, outbox, last job success,
  * pool use) is collected at scrape time, so requests pay nothing for it.
  */
@@ -71,13 +152,12 @@ export const metricsPlugin = fp(
     // Process metrics, event-loop lag (nodejs_eventloop_lag_*) and heap among them.
     collectDefaultMetrics({ register: registry });
 
-    const httpDuration = new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'HTTP requests by method, route pattern and status code',
-      labelNames: ['method', 'route', 'status_code'] as const,
-      buckets: HTTP_BUCKETS,
-      registers: [registry],
-    });
+    const httpDuration = new RequestHistogram(
+      'http_request_duration_seconds',
+      'HTTP requests by method, route pattern and status code',
+      HTTP_BUCKETS,
+    );
+    registry.registerMetric(httpDuration as never);
     const rateLimited = new Counter({
       name: 'http_rate_limited_total',
       help: 'Requests refused with 429 RATE_LIMITED, by route pattern',
@@ -85,25 +165,23 @@ export const metricsPlugin = fp(
       registers: [registry],
     });
 
-    // Children are cached per (route, method, status): observe() on a child
-    // skips prom-client's per-call label hashing.
-    type Child = ReturnType<typeof httpDuration.labels>;
-    const children = new Map<string, Map<number, Child>>();
+    // One cell per (route, method, status), found through two Map lookups.
+    const cells = new Map<string, Map<number, Cell>>();
     const observe = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
-      const route = request.routeOptions.url ?? 'unmatched';
+      const route = routePattern(request);
       const status = reply.statusCode;
-      let byRoute = children.get(route);
+      let byRoute = cells.get(route);
       if (byRoute === undefined) {
         byRoute = new Map();
-        children.set(route, byRoute);
+        cells.set(route, byRoute);
       }
       const key = status * 8 + (METHOD_INDEX[request.method] ?? 7);
-      let child = byRoute.get(key);
-      if (child === undefined) {
-        child = httpDuration.labels(request.method, route, String(status));
-        byRoute.set(key, child);
+      let cell = byRoute.get(key);
+      if (cell === undefined) {
+        cell = httpDuration.cell(request.method, route, String(status));
+        byRoute.set(key, cell);
       }
-      child.observe(reply.elapsedTime / 1000);
+      httpDuration.observe(cell, reply.elapsedTime / 1000);
       if (status === 429) rateLimited.labels(route).inc();
       done();
     };

@@ -21,12 +21,15 @@ interface Args {
   durationSec: number;
   warmupSec: number;
   tokens?: string[];
+  /** Sign the bare nonce instead of the SIWS message of the nonce answer. */
+  bareNonce?: boolean;
 }
 
 interface Ctx {
   address?: string;
   sign?: (m: string) => string;
   nonce?: string;
+  message?: string;
   xff?: string;
   t0?: number;
   token?: string;
@@ -78,8 +81,12 @@ const signInRequests: autocannon.Request[] = [
     },
     onResponse: (status, body, context) => {
       const ctx = context as Ctx;
-      if (status === 200) ctx.nonce = (JSON.parse(body) as { nonce: string }).nonce;
-      else record(false, ctx.t0!);
+      if (status === 200) {
+        const answer = JSON.parse(body) as { nonce: string; message: string };
+        ctx.nonce = answer.nonce;
+        // docs/decisions.md §10.7: sign the domain-bound SIWS message (the default), or the bare nonce (`bareNonce`).
+        ctx.message = args.bareNonce ? undefined : answer.message;
+      } else record(false, ctx.t0!);
     },
   },
   {
@@ -88,7 +95,14 @@ const signInRequests: autocannon.Request[] = [
     setupRequest: (req, context) => {
       const ctx = context as Ctx;
       if (!ctx.nonce) return req; // the nonce request failed (counted): the POST is answered 400 and not counted
-      const body = JSON.stringify({ address: ctx.address, chain: 'solana', signature: ctx.sign!(ctx.nonce), nonce: ctx.nonce });
+      const signed = ctx.message ?? ctx.nonce;
+      const body = JSON.stringify({
+        address: ctx.address,
+        chain: 'solana',
+        signature: ctx.sign!(signed),
+        nonce: ctx.nonce,
+        message: ctx.message,
+      });
       return { ...req, headers: { ...json, 'x-forwarded-for': ctx.xff! }, body };
     },
     onResponse: (status, _body, context) => {

@@ -1,6 +1,6 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import Fastify from 'fastify';
@@ -11,6 +11,7 @@ import { buildApp, type BuildOverrides } from '../../src/app.js';
 import { testConfig, type Config } from '../../src/config.js';
 import { createDb, type DbHandle } from '../../src/db/index.js';
 import { runMigrations } from '../../src/db/migrate.js';
+import type { BaselineRoute } from './baseline-server.js';
 
 /**
  * Shared pieces of `npm run bench`: a real app on a fresh database, load from
@@ -41,6 +42,8 @@ export interface LoadOptions {
   pipelining?: number;
   /** Offered load in requests/s over all connections (autocannon -R); flat out when unset. */
   rate?: number;
+  /** Called after the warm-up, right before the measured run starts. */
+  beforeMeasured?: () => Promise<void>;
 }
 
 /** Runs autocannon in a child process against url (a warm-up first), bounded in time. */
@@ -67,6 +70,7 @@ export async function load(name: string, url: string, opts: LoadOptions = {}): P
       ),
     );
   await run(1); // warm-up, discarded
+  await opts.beforeMeasured?.();
   const r = JSON.parse(await run(opts.durationSec ?? 5));
   return {
     name,
@@ -246,4 +250,246 @@ export async function writeSection(section: string, markdown: string): Promise<v
     text = text.slice(0, start + 1) + block + (next === -1 ? '' : text.slice(next));
   }
   await writeFile(file, text.endsWith('\n') ? text : `${text}\n`);
+}
+
+// ---------------------------------------------------------------------------
+// CPU per response (issue 21): service, baseline and load each in a process
+// of their own; the CPU a process spent is read from /proc/<pid>/stat.
+// ---------------------------------------------------------------------------
+
+const CLK_TCK = 100; // USER_HZ: the unit of /proc/<pid>/stat times on Linux (getconf CLK_TCK)
+
+/** CPU seconds (utime + stime, plus reaped children's) of pid and every live descendant. */
+export async function treeCpuSeconds(pid: number): Promise<number> {
+  let ticks = 0;
+  const seen = new Set<number>();
+  const visit = async (p: number) => {
+    if (seen.has(p)) return;
+    seen.add(p);
+    let stat: string;
+    try {
+      stat = await readFile(`/proc/${p}/stat`, 'utf8');
+    } catch {
+      return; // exited in between
+    }
+    // Fields after the parenthesised command: [0] state … [11] utime [12] stime [13] cutime [14] cstime.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+    let tasks: string[];
+    try {
+      tasks = await readdir(`/proc/${p}/task`);
+    } catch {
+      return;
+    }
+    for (const t of tasks) {
+      let children: string;
+      try {
+        children = await readFile(`/proc/${p}/task/${t}/children`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const c of children.split(' ').filter(Boolean)) await visit(Number(c));
+    }
+  };
+  await visit(pid);
+  return ticks / CLK_TCK;
+}
+
+export interface CpuLoadResult extends LoadResult {
+  /** µs of CPU the serving process tree spent per response over the measured window. */
+  cpuUs: number;
+}
+
+/** load() with the serving process tree's CPU over the measured window only (the warm-up is excluded). */
+export async function loadWithCpu(name: string, url: string, pid: number, opts: LoadOptions = {}): Promise<CpuLoadResult> {
+  let cpu0 = 0;
+  const r = await load(name, url, {
+    ...opts,
+    beforeMeasured: async () => {
+      cpu0 = await treeCpuSeconds(pid);
+    },
+  });
+  const cpu = (await treeCpuSeconds(pid)) - cpu0;
+  return { ...r, cpuUs: r.requests === 0 ? 0 : (cpu * 1e6) / r.requests };
+}
+
+export interface Target {
+  name: string;
+  url: string;
+  /** The listening process. */
+  pid: number;
+  opts?: LoadOptions;
+}
+
+export interface CpuComparison {
+  base: CpuLoadResult;
+  target: CpuLoadResult;
+  /** Median over rounds of base µs/response ÷ target µs/response (1 = same cost; 0.77 = target costs 1.3×). */
+  cpuRatio: number;
+  /** Median over rounds of target req/s ÷ base req/s. */
+  rpsRatio: number;
+  rounds: Array<{ base: CpuLoadResult; target: CpuLoadResult }>;
+}
+
+const medianOf = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/**
+ * Baseline and target in alternating order (base→target, target→base, …) so
+ * a slow phase of this shared machine hits both alike; each side's figures
+ * are medians over the rounds, and so are the per-round ratios.
+ */
+export async function compareCpu(base: Target, target: Target, rounds = 3): Promise<CpuComparison> {
+  const out: Array<{ base: CpuLoadResult; target: CpuLoadResult }> = [];
+  for (let i = 0; i < rounds; i++) {
+    let b: CpuLoadResult;
+    let t: CpuLoadResult;
+    if (i % 2 === 0) {
+      b = await loadWithCpu(base.name, base.url, base.pid, base.opts);
+      t = await loadWithCpu(target.name, target.url, target.pid, target.opts);
+    } else {
+      t = await loadWithCpu(target.name, target.url, target.pid, target.opts);
+      b = await loadWithCpu(base.name, base.url, base.pid, base.opts);
+    }
+    out.push({ base: b, target: t });
+  }
+  const med = (pick: (x: { base: CpuLoadResult; target: CpuLoadResult }) => CpuLoadResult): CpuLoadResult => {
+    const xs = out.map(pick);
+    return {
+      ...xs[0],
+      requests: medianOf(xs.map((x) => x.requests)),
+      reqPerSec: medianOf(xs.map((x) => x.reqPerSec)),
+      p50: medianOf(xs.map((x) => x.p50)),
+      p99: Math.max(...xs.map((x) => x.p99)),
+      non2xx: Math.max(...xs.map((x) => x.non2xx)),
+      errors: Math.max(...xs.map((x) => x.errors)),
+      cpuUs: medianOf(xs.map((x) => x.cpuUs)),
+    };
+  };
+  return {
+    base: med((x) => x.base),
+    target: med((x) => x.target),
+    cpuRatio: medianOf(out.map((x) => (x.target.cpuUs === 0 ? 0 : x.base.cpuUs / x.target.cpuUs))),
+    rpsRatio: medianOf(out.map((x) => (x.base.reqPerSec === 0 ? 0 : x.target.reqPerSec / x.base.reqPerSec))),
+    rounds: out,
+  };
+}
+
+/** One markdown table: each pair's µs of CPU per response on both sides, their ratio, req/s beside. */
+export function cpuTable(rows: Array<{ label: string; c: CpuComparison }>, baseLabel = 'bare'): string {
+  const lines = [
+    `| route | service µs CPU/resp | ${baseLabel} µs CPU/resp | CPU ratio (${baseLabel}/service) | service req/s | ${baseLabel} req/s | req/s ratio | rounds (CPU ratio) | non-2xx |`,
+    '|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const { label, c } of rows)
+    lines.push(
+      `| ${label} | ${c.target.cpuUs.toFixed(1)} | ${c.base.cpuUs.toFixed(1)} | **${c.cpuRatio.toFixed(2)}** | ${c.target.reqPerSec} | ${c.base.reqPerSec} | ${c.rpsRatio.toFixed(2)} | ${c.rounds
+        .map((r) => (r.base.cpuUs / r.target.cpuUs).toFixed(2))
+        .join(', ')} | ${c.target.non2xx} |`,
+    );
+  return lines.join('\n');
+}
+
+export interface ChildServer {
+  pid: number;
+  url: string;
+  /** SIGTERM, then wait for the exit (a --cpu-prof profile is written on the way out). */
+  close(): Promise<void>;
+}
+
+/** A loopback TCP port that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const kill = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/**
+ * The service as its own process, started as the scripts start it:
+ * `dist` is `npm run start:dist` (node dist/src/server.js, what the image
+ * runs), `tsx` is `npm start` (node --import tsx src/server.ts). Spawned
+ * directly rather than through npm so the process measured is the one that
+ * listens. Its stdout (the logs) goes to /dev/null.
+ */
+export async function spawnService(kind: 'dist' | 'tsx', env: Record<string, string>, nodeArgs: string[] = []): Promise<ChildServer> {
+  const port = await freePort();
+  const args = kind === 'dist' ? [...nodeArgs, 'dist/src/server.js'] : [...nodeArgs, '--import', 'tsx', 'src/server.ts'];
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`service (${kind}) exited ${child.exitCode}: ${stderr}`);
+    try {
+      if ((await fetch(`${url}/health/live`)).ok) break;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) {
+      await stopChild(child);
+      throw new Error(`service (${kind}) did not start: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return { pid: child.pid!, url, close: () => stopChild(child) };
+}
+
+/** The bare Fastify baseline (tests/bench/baseline-server.ts) in its own process. */
+export async function spawnBaseline(routes: BaselineRoute[]): Promise<ChildServer> {
+  const dir = join(ROOT, 'tests/bench/.tmp');
+  await mkdir(dir, { recursive: true });
+  const file = join(dir, `baseline-${process.pid}-${randomBytes(3).toString('hex')}.json`);
+  await writeFile(file, JSON.stringify({ routes }));
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'tests/bench/baseline-server.ts'), file], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`baseline exited ${code}`)));
+  });
+  return { pid: child.pid!, url: `http://127.0.0.1:${port}`, close: () => stopChild(child) };
+}
+
+/** Headers a captured response is replayed with: all but the ones the HTTP layer writes itself. */
+const TRANSPORT_HEADERS = new Set(['date', 'content-length', 'connection', 'keep-alive', 'transfer-encoding']);
+
+/** GETs url and returns what a baseline route needs to answer the same bytes and headers. */
+export async function capture(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+  const res = await fetch(url, { headers });
+  const body = await res.text();
+  const out: Record<string, string> = {};
+  res.headers.forEach((v, k) => {
+    if (!TRANSPORT_HEADERS.has(k)) out[k] = v;
+  });
+  return { status: res.status, headers: out, body };
 }

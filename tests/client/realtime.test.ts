@@ -74,7 +74,7 @@ describe('client realtime helper', () => {
     open.push(live);
     const got: unknown[] = [];
     live.on('notification', (n) => got.push(n));
-    expect(await live.subscribe('user:notifications')).toEqual({ ok: true });
+    expect(await live.subscribe('user:notifications')).toEqual({ ok: true, seq: 0 });
     expect(await live.subscribe('user:not-me')).toMatchObject({ ok: false, error: { code: expect.any(String) } });
     t.app.publish(userNotificationsChannel(user.id), 'notification', notificationMessage('n1', { title: 'Hi' }));
     await waitFor(() => (got.length ? got : undefined));

@@ -12,10 +12,12 @@ import { loadDevEnv } from '../../src/lib/dev-env.js';
 import { startFakeExpo } from './expo.js';
 import { loadSampleData, startFakeVenues } from './venues/index.js';
 import { startFakeDataApi } from './venues/polymarket-data.js';
+import { startFakeMarketWs } from './venues/market-ws.js';
 
 /**
  * `npm run demo`: the whole service offline, on loopback fakes of every
- * upstream (Gamma, CLOB, Kalshi, the Polymarket Data API, Expo push), so it
+ * upstream (Gamma, CLOB and its market WebSocket, Kalshi, the Polymarket Data
+ * API, Expo push), so it
  * never reaches the network:
  * - events from the bundled sample data, prices drifting every 20 s so
  *   price-sync has something to publish (the book fields the CLOB fake
@@ -40,6 +42,8 @@ const sample = loadSampleData();
 const venues = await startFakeVenues(sample);
 const dataApi = await startFakeDataApi();
 const expo = await startFakeExpo();
+// Hot markets (README "Hot markets"): the market WebSocket fake pushes the same drift to subscribed tokens.
+const marketWs = await startFakeMarketWs();
 
 // 200 generated traders per board: addresses and figures from a fixed hash, ranked by the ordering.
 const traders = Array.from({ length: 200 }, (_, i) => {
@@ -89,6 +93,8 @@ const drift = setInterval(() => {
       m.outcomePrices = JSON.stringify([yes.toFixed(3), (1 - yes).toFixed(3)]);
       if (m.closed !== true && typeof m.bestBid === 'number') {
         Object.assign(m, { bestBid: Math.max(0.001, yes - 0.005), bestAsk: Math.min(0.999, yes + 0.005), lastTradePrice: yes });
+        const token = typeof m.clobTokenIds === 'string' ? (JSON.parse(m.clobTokenIds) as string[])[0] : undefined;
+        if (token) marketWs.priceChange(token, { bid: m.bestBid, ask: m.bestAsk });
       }
     }
   }
@@ -111,6 +117,7 @@ const config = loadConfig({
   ...venues.env,
   POLYMARKET_DATA_API_URL: dataApi.url,
   PUSH_API_URL: expo.url,
+  POLYMARKET_MARKET_WS_URL: marketWs.url,
 });
 // Opened (and migrated) here rather than inside the app: an embedded database can take
 // longer than Fastify's plugin start timeout on a busy machine.
@@ -146,6 +153,7 @@ closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT_MS }, async () => {
   await venues.close();
   await dataApi.close();
   await expo.close();
+  await marketWs.close();
 });
 await app.listen({ port: config.PORT, host: config.HOST });
 const base = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${config.PORT}`;
@@ -191,7 +199,7 @@ const sampleTrader = [...traders].sort((a, b) => b.pnl - a.pnl)[0].proxyWallet;
 process.stdout.write(
   [
     '',
-    'Demo ready: offline, on loopback fakes of Polymarket (Gamma, CLOB, Data API), Kalshi and Expo push.',
+    'Demo ready: offline, on loopback fakes of Polymarket (Gamma, CLOB, market WebSocket, Data API), Kalshi and Expo push.',
     `  API          ${base}/api/v1/events`,
     `  leaderboard  ${base}/api/v1/leaderboard`,
     `  profile      ${base}/api/v1/leaderboard/${sampleTrader}  (history: …/history)`,

@@ -8,8 +8,19 @@ import { testConfig, type Config } from '../../src/config.js';
 import { createDb, type DbHandle } from '../../src/db/index.js';
 import { runMigrations } from '../../src/db/migrate.js';
 import { PG_URL, REDIS_URL, withDatabase } from './env.js';
+import type { VenueClientOptions } from '../../src/venues/clients.js';
 
 let counter = 0;
+
+/**
+ * Venue clients for tests about behaviour, not budgets: limits far above the
+ * venues' (docs/venues.md), short backoffs. Budget tests keep the real ones.
+ */
+export const FAST_VENUES: VenueClientOptions = {
+  budgets: { gamma: 1000, clob: 1000, kalshi: 1000, data: 1000 },
+  backoffMs: 20,
+  maxBackoffMs: 200,
+};
 
 /**
  * A fresh, migrated database for one test file: on PostgreSQL a clone of the

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { buildTestApp, FAST_VENUES, type TestApp } from '../helpers/app.js';
 import { startFakeDataApi, type FakeDataApi } from '../fakes/venues/polymarket-data.js';
 
 /**
@@ -86,7 +86,7 @@ async function entryOf(wallet: string, query: string) {
 
 beforeAll(async () => {
   fake = await startFakeDataApi();
-  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { clock: () => new Date(now) });
+  t = await buildTestApp({ POLYMARKET_DATA_API_URL: fake.url }, { clock: () => new Date(now), venues: FAST_VENUES });
 });
 
 afterAll(async () => {

@@ -64,6 +64,8 @@ describe('notify()', () => {
       read: false,
       data: { orderId: 'o1', marketId: 'm1' },
       createdAt: n.createdAt.toISOString(),
+      seq: 1, // docs/decisions.md §12: the user's first stream event
+      unreadCount: 1,
     });
     const res = await list(u.auth);
     expect(res.json().notifications.map((x: any) => x.id)).toEqual([n.id]);
@@ -82,6 +84,7 @@ describe('notify()', () => {
         { id: n.id, type: 'position_resolved', title, message: '<b>&amp;</b>', read: false, data, createdAt: n.createdAt.toISOString() },
       ],
       unreadCount: 1,
+      seq: 1,
       nextCursor: null,
     });
   });
@@ -145,12 +148,14 @@ describe('one Notification shape', () => {
     const published = rec.events.find((e) => e.channel === userNotificationsChannel(u.id))?.payload;
     const patched = (await t.app.inject({ method: 'PATCH', url: `/api/v1/notifications/${created.id}`, headers: u.auth })).json();
     const fields = Object.keys(NotificationSchema.shape);
-    for (const shown of [created, listed, published, patched]) {
+    for (const shown of [created, listed, patched]) {
       expect(Object.keys(shown)).toEqual(fields);
       expect(NotificationSchema.strict().parse(shown)).toEqual(shown);
     }
+    // The stream event is the Notification plus the stream's seq and unread count (docs/decisions.md §12.2).
+    expect(Object.keys(published)).toEqual([...fields, 'seq', 'unreadCount']);
     expect(listed).toEqual(created);
-    expect(published).toEqual(created);
+    expect(published).toEqual({ ...created, seq: 1, unreadCount: 1 });
     expect(patched).toEqual({ ...created, read: true });
   });
 });
@@ -260,7 +265,7 @@ describe('GET /api/v1/notifications', () => {
     expect(both.notifications.map((n: any) => n.id)).toEqual([made[1].id]);
     expect(both.unreadCount).toBe(3);
     const none = (await list(u.auth, '?type=position_resolved')).json();
-    expect(none).toEqual({ notifications: [], unreadCount: 3, nextCursor: null });
+    expect(none).toEqual({ notifications: [], unreadCount: 3, seq: 5, nextCursor: null });
   });
 
   it('rejects invalid query values with 400 VALIDATION_ERROR', async () => {
@@ -302,7 +307,7 @@ describe('GET /api/v1/notifications', () => {
     const b = await createUser(t.app);
     await notify(deps, { userId: a.id, type: 'order_filled', title: 'a', message: 'a' });
     const res = (await list(b.auth)).json();
-    expect(res).toEqual({ notifications: [], unreadCount: 0, nextCursor: null });
+    expect(res).toEqual({ notifications: [], unreadCount: 0, seq: 0, nextCursor: null });
   });
 });
 

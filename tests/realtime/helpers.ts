@@ -17,7 +17,10 @@ export function marketUpdate(marketId: string, yesPrice = 0.42): MarketUpdate {
   return { marketId, yesPrice, volume: 1000, timestamp: new Date().toISOString() };
 }
 
-/** A `notification` payload as the notifications domain publishes it. */
+/**
+ * A `notification` payload as the notifications domain publishes it. `seq` defaults to 1: the
+ * first event of a user with nothing stored (the stream hand-out puts a user's events in seq order).
+ */
 export function notificationMessage(id: string, extra: Partial<NotificationMessage> = {}): NotificationMessage {
   return {
     id,
@@ -27,6 +30,8 @@ export function notificationMessage(id: string, extra: Partial<NotificationMessa
     read: false,
     data: { orderId: 'o1', marketId: 'pm-1' },
     createdAt: new Date().toISOString(),
+    seq: 1,
+    unreadCount: 1,
     ...extra,
   };
 }

@@ -66,7 +66,7 @@ describe('several instances sharing Redis', () => {
 
     const user = newUserId();
     const private1 = await connect(a.url, { token: signToken(user) });
-    expect(await ack(private1, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true });
+    expect(await ack(private1, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true, seq: 0 });
     const note = next(private1, 'notification');
     const fromB = notificationMessage('from-b');
     b.t.app.publish(userNotificationsChannel(user), 'notification', fromB);

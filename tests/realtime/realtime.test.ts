@@ -125,8 +125,9 @@ describe('private channels', () => {
     const b = await connect(url, { token: signToken(bob) });
     expect(await ack(a, 'subscribe', { channel: userChannel(alice) })).toEqual({ ok: true });
     expect(await ack(b, 'subscribe', { channel: userChannel(alice) })).toMatchObject({ ok: false, error: { code: 'FORBIDDEN' } });
-    expect(await ack(a, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true });
-    expect(await ack(b, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true });
+    // docs/decisions.md §12.3: the stream's subscribe acks the latest seq (0: nothing stored for these users).
+    expect(await ack(a, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true, seq: 0 });
+    expect(await ack(b, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true, seq: 0 });
 
     const bobSees = record(b, 'notification');
     const notification = notificationMessage('n1');
@@ -169,7 +170,7 @@ describe('token expiry and re-auth', () => {
     // exp is whole seconds: 7 s means 6–7 s left, so the 5 s lead fires within about 2 s.
     const a = await connect(url, { token: signToken(alice, { expiresInMs: 7_000 }) });
     expect(await ack(a, 'subscribe', { channel: userChannel(alice) })).toEqual({ ok: true });
-    expect(await ack(a, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true });
+    expect(await ack(a, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true, seq: 0 });
     expect(await ack(a, 'subscribe', { channel: 'market:pm-9' })).toEqual({ ok: true });
 
     const expired = await next<{ channels: string[]; expiresAt: string }>(a, 'auth:expired', 5_000);
@@ -188,7 +189,7 @@ describe('token expiry and re-auth', () => {
     expect(await ack(a, 'auth', { token: signToken(newUserId()) })).toMatchObject({ ok: false, error: { code: 'FORBIDDEN' } });
     expect(await ack(a, 'auth', { nope: 1 })).toMatchObject({ ok: false });
     expect(await ack(a, 'auth', { token: signToken(alice) })).toEqual({ ok: true });
-    expect(await ack(a, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true });
+    expect(await ack(a, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true, seq: 0 });
     const got = next(a, 'notification');
     const fresh = notificationMessage('fresh');
     t.app.publish(userNotificationsChannel(alice), 'notification', fresh);

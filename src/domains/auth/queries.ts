@@ -45,6 +45,23 @@ export interface SeenFrom {
 const SESSION_DAYS = 90;
 
 /**
+ * The tail of a sign-in statement whose CTE `u` yields the signed-in user:
+ * opens a session and its first refresh token (one family per session) and
+ * selects the user with the new session id.
+ */
+function newSessionFromU(input: { refreshTokenHash: string; seen: SeenFrom }) {
+  return sql`s as (
+      insert into sessions (user_id, expires_at, user_agent, ip)
+      select id, now() + make_interval(days => ${SESSION_DAYS}), ${input.seen.userAgent}, ${input.seen.ip} from u
+      returning id, user_id
+    ), t as (
+      insert into refresh_tokens (user_id, token_hash, family, expires_at)
+      select user_id, ${input.refreshTokenHash}, id, now() + make_interval(days => ${SESSION_DAYS}) from s
+    )
+    select u.id, u.wallet_address, u.chain, u.username, u.avatar_url, s.id as sid from u join s on s.user_id = u.id`;
+}
+
+/**
  * Finds or creates the wallet account and starts a new session for it.
  * ON CONFLICT makes concurrent first sign-ins of one address converge on one
  * user; `referral_code` is only written by the INSERT branch (first sign-up).
@@ -63,15 +80,7 @@ export async function upsertWalletUserWithSession(
         set last_login_at = now(), updated_at = now()
         where users.auth_method = 'wallet'
       returning id, wallet_address, chain, username, avatar_url
-    ), s as (
-      insert into sessions (user_id, expires_at, user_agent, ip)
-      select id, now() + make_interval(days => ${SESSION_DAYS}), ${input.seen.userAgent}, ${input.seen.ip} from u
-      returning id, user_id
-    ), t as (
-      insert into refresh_tokens (user_id, token_hash, family, expires_at)
-      select user_id, ${input.refreshTokenHash}, id, now() + make_interval(days => ${SESSION_DAYS}) from s
-    )
-    select u.id, u.wallet_address, u.chain, u.username, u.avatar_url, s.id as sid from u join s on s.user_id = u.id`);
+    ), ${newSessionFromU(input)}`);
   return rows[0] ? { ...toUser(rows[0]), sid: rows[0].sid } : undefined;
 }
 
@@ -98,15 +107,7 @@ export async function upsertIdpUserWithSession(
       returning id, wallet_address, chain, username, avatar_url
     ), u as (
       select * from found union all select * from created
-    ), s as (
-      insert into sessions (user_id, expires_at, user_agent, ip)
-      select id, now() + make_interval(days => ${SESSION_DAYS}), ${input.seen.userAgent}, ${input.seen.ip} from u
-      returning id, user_id
-    ), t as (
-      insert into refresh_tokens (user_id, token_hash, family, expires_at)
-      select user_id, ${input.refreshTokenHash}, id, now() + make_interval(days => ${SESSION_DAYS}) from s
-    )
-    select u.id, u.wallet_address, u.chain, u.username, u.avatar_url, s.id as sid from u join s on s.user_id = u.id`);
+    ), ${newSessionFromU(input)}`);
   return rows[0] ? { ...toUser(rows[0]), sid: rows[0].sid } : undefined;
 }
 

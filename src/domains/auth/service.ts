@@ -23,7 +23,8 @@ import {
   type SeenFrom,
 } from './queries.js';
 import type { RevocationStore } from './revocations.js';
-import type { Chain, SessionUser } from './schemas.js';
+import type { z } from 'zod';
+import type { Chain, SessionSchema, SessionUser } from './schemas.js';
 import type { SuccessorSeal } from './successor-seal.js';
 import { buildSignInMessage, checkSignInMessage, parseSignInMessage, SOLANA_CHAIN_ID, type IssuedMessage } from './wallet-message.js';
 import { normalizeAddress, verifyWalletSignature } from './wallet-verify.js';
@@ -253,15 +254,7 @@ export async function logout(deps: Pick<AuthDeps, 'dbh' | 'revocations'>, userId
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export interface SessionView {
-  id: string;
-  current: boolean;
-  createdAt: string;
-  lastUsedAt: string;
-  expiresAt: string;
-  userAgent: string | null;
-  ip: string | null;
-}
+export type SessionView = z.infer<typeof SessionSchema>;
 
 /** GET /auth/sessions (docs/decisions.md §10.5). */
 export async function listSessions(deps: Pick<AuthDeps, 'dbh'>, user: AuthUser): Promise<{ sessions: SessionView[] }> {

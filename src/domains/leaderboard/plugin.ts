@@ -14,6 +14,7 @@ import {
 } from './schemas.js';
 import {
   createLeaderboardCache,
+  createOnDemandState,
   getTraderProfile,
   invalidateLeaderboardCache,
   listBiggestWins,
@@ -22,10 +23,13 @@ import {
   type ProfileDeps,
 } from './service.js';
 import { sendSerialized } from '../../lib/serializer.js';
+import { applyHit } from '../../plugins/rate-limit.js';
 import type { DataTopic } from '../../plugins/infra.js';
 import { getTraderHistory } from './history.js';
 
 const PROFILE_TTL_MS = 5 * 60_000;
+/** docs/decisions.md §11.7: on-demand profiles per client address per minute, cached answers and 503s included. */
+export const ON_DEMAND_PER_MINUTE = 30;
 
 /** Public leaderboard routes (docs/api-contract.md §4.3, docs/decisions.md §4), under /api/v1/leaderboard. */
 export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
@@ -39,14 +43,18 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
     app.signals.off('dataChanged', onDataChanged);
   });
 
+  const onDemand = createOnDemandState();
   const deps = (): ProfileDeps => ({
     db: app.db,
     dbh: app.dbh,
     secret: app.config.JWT_SECRET,
     cache,
     clock: app.clock,
-    api: { baseUrl: app.config.POLYMARKET_DATA_API_URL, http: { timeoutMs: 5_000, attempts: 2 } },
+    // The process's one Data API client (its limiter is shared with leaderboard-sync and enrichment),
+    // with fewer, shorter attempts: someone is waiting for this answer.
+    api: { ...app.venues.data, http: { ...app.venues.data.http, timeoutMs: 5_000, attempts: 2 } },
     profileTtlMs: PROFILE_TTL_MS,
+    onDemand,
   });
 
   const readDeps = deps();
@@ -113,10 +121,19 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
         ].join(' '),
         params: AddressParamsSchema,
         querystring: ProfileQuerySchema,
-        response: { 200: TraderProfileSchema, ...problemResponses(400, 503) },
+        response: { 200: TraderProfileSchema, ...problemResponses(400, 429, 503) },
       },
     },
-    async (request) => getTraderProfile(deps(), request.params.address, request.query.period),
+    async (request, reply) => {
+      const admitOnDemand = async () => {
+        const hit = await app.limiter.hit(`leaderboard-on-demand:${request.clientKey}`, 60_000, ON_DEMAND_PER_MINUTE);
+        applyHit(reply, ON_DEMAND_PER_MINUTE, hit);
+      };
+      const profile = await getTraderProfile({ ...deps(), admitOnDemand }, request.params.address, request.query.period);
+      // docs/decisions.md §11.4: venue-backed answers carry their freshness instant.
+      if (profile.syncedAt) reply.header('last-modified', new Date(profile.syncedAt).toUTCString());
+      return profile;
+    },
   );
 
   app.get(

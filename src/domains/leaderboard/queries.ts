@@ -4,6 +4,7 @@ import {
   leaderboardCurrent,
   leaderboardEntries,
   leaderboardSnapshots,
+  traderPeriodStats,
   traderProfiles,
   traderStats,
 } from '../../../drizzle/index.js';
@@ -160,6 +161,24 @@ export async function selectEntry(db: DbOrTx, snapshotId: number, wallet: string
 
 export async function selectStats(db: DbOrTx, wallet: string) {
   const rows = await db.select().from(traderStats).where(eq(traderStats.walletAddress, wallet)).limit(1);
+  return rows[0];
+}
+
+/** Whether `wallet` is on any current board (docs/decisions.md §11.7: the per-client limit is for addresses on none). */
+export async function isOnAnyBoard(dbh: DbHandle, wallet: string): Promise<boolean> {
+  const rows = await dbh.rows(sql`
+    select 1 from leaderboard_current c
+    where exists (select 1 from leaderboard_entries e where e.snapshot_id = c.snapshot_id and e.wallet_address = ${wallet})
+    limit 1`);
+  return rows.length > 0;
+}
+
+export async function selectPeriodStats(db: DbOrTx, wallet: string, period: string) {
+  const rows = await db
+    .select()
+    .from(traderPeriodStats)
+    .where(and(eq(traderPeriodStats.walletAddress, wallet), eq(traderPeriodStats.period, period)))
+    .limit(1);
   return rows[0];
 }
 

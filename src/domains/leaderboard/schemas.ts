@@ -116,6 +116,17 @@ export const TraderProfileSchema = z
     totalTrades: z.number().int(),
     topPositions: z.array(TopPositionSchema),
     recentTrades: z.array(RecentTradeSchema),
+    syncedAt: z
+      .string()
+      .nullable()
+      .describe(
+        'When these figures were last computed from the venue (ISO 8601; also sent as `Last-Modified`); null before the first time',
+      ),
+    stale: z
+      .boolean()
+      .describe(
+        'True when `syncedAt` is older than 90 minutes (a ranked trader) or 24 hours (an on-demand profile), or when the venue could not be read and the last good copy is served',
+      ),
   })
   .meta({ id: 'TraderProfile' });
 export type TraderProfile = z.infer<typeof TraderProfileSchema>;

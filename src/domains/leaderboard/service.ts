@@ -2,7 +2,8 @@ import type { Db, DbHandle } from '../../db/index.js';
 import { AppError, unavailable } from '../../errors.js';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.js';
 import { UpstreamError } from '../../lib/http.js';
-import { fetchTraderActivity, type DataApi } from '../../venues/polymarket/data-api.js';
+import { createSemaphore, type Semaphore } from '../../lib/semaphore.js';
+import { fetchTraderActivitySince, type DataApi } from '../../venues/polymarket/data-api.js';
 import { fallbackAvatar, periodMs, shortAddress, type Period } from '../../venues/polymarket/data-map.js';
 import { computeFigures } from './figures.js';
 import {
@@ -12,7 +13,9 @@ import {
   selectEntry,
   selectPage,
   selectPointers,
+  selectPeriodStats,
   selectStats,
+  isOnAnyBoard,
   snapshotIsReady,
   SORT_COLUMN,
   upsertCachedProfile,
@@ -83,6 +86,9 @@ export interface ProfileDeps extends ReadDeps {
   api: DataApi;
   /** How long an on-demand profile is served from trader_profiles. */
   profileTtlMs: number;
+  onDemand: OnDemandState;
+  /** Counts an on-demand request of an address on no board against its client's limit; throws 429 past it. */
+  admitOnDemand?: () => Promise<void>;
 }
 
 /** The cached current pointers, unless older than pointerTtlMs. */
@@ -265,50 +271,130 @@ export async function listBiggestWins(
   }));
 }
 
+/** Closed-position pages an on-demand profile reads at most (50 rows each): someone is waiting. */
+export const ON_DEMAND_CLOSED_PAGES = 10;
+/** docs/decisions.md §11.4: a ranked trader's figures are stale after 90 minutes, an on-demand profile after 24 hours. */
+export const RANKED_PROFILE_STALE_MS = 90 * 60_000;
+export const ON_DEMAND_PROFILE_STALE_MS = 24 * 3_600_000;
+/** docs/decisions.md §11.7: venue fetches of on-demand profiles in flight per instance, and how long the next one waits. */
+export const ON_DEMAND_IN_FLIGHT = 4;
+export const ON_DEMAND_WAIT_MS = 5_000;
+
+/** The per-instance state of on-demand profiles: the fetch slots, and fetches in flight by (address, period). */
+export interface OnDemandState {
+  slots: Semaphore;
+  inFlight: Map<string, Promise<StoredProfile>>;
+}
+
+export function createOnDemandState(inFlight = ON_DEMAND_IN_FLIGHT): OnDemandState {
+  return { slots: createSemaphore(inFlight), inFlight: new Map() };
+}
+
+type StoredProfile = Omit<TraderProfile, 'syncedAt' | 'stale'>;
+
+const withFreshness = (p: StoredProfile, syncedAt: Date, stale: boolean): TraderProfile => ({
+  ...p,
+  syncedAt: syncedAt.toISOString(),
+  stale,
+});
+
 /**
- * A trader's profile for `period`. Ranked traders (on the current OVERALL
- * board of the period, already enriched) come from stored data: totalPnl is
- * the venue's PnL for the period, the other figures are all-time enrichment.
- * Any other address is fetched from the venue and cached for profileTtlMs;
- * its figures are computed over the period's closed positions and trades.
+ * A trader's profile for `period`.
+ *
+ * Ranked (on the current OVERALL board of the period, with figures for the
+ * period): from stored data; totalPnl is the venue's PnL for the period, the
+ * other figures are the period's (docs/decisions.md §11.6); stale 90 minutes
+ * after the figures were computed.
+ *
+ * Any other address is an on-demand profile (docs/decisions.md §11.7): an
+ * address on no board first passes `admitOnDemand` (the per-client limit,
+ * cached answers included); a copy fetched within `profileTtlMs` is served;
+ * otherwise one of the instance's few fetch slots is awaited (at most
+ * ON_DEMAND_WAIT_MS, then 503) and the venue read, closed positions newest
+ * first back to the period's start. Through a venue failure the last copy is
+ * served, marked stale; without one, 503.
  */
 export async function getTraderProfile(deps: ProfileDeps, address: string, period: Period): Promise<TraderProfile> {
   const wallet = address.toLowerCase();
   const pointer = await currentPointer(deps, 'OVERALL', period);
-  if (pointer) {
-    const [entry, stats] = await Promise.all([selectEntry(deps.db, pointer.snapshotId, wallet), selectStats(deps.db, wallet)]);
-    if (entry && stats) {
-      return {
-        walletAddress: wallet,
-        displayName: entry.displayName,
-        totalPnl: entry.pnl,
-        roi: stats.roi,
-        winRate: stats.winRate,
-        totalTrades: stats.tradeCount,
-        topPositions: stats.topPositions,
-        recentTrades: stats.recentTrades,
-      };
+  const now = deps.clock();
+  const ms = periodMs(period);
+  const since = ms === undefined ? undefined : new Date(now.getTime() - ms);
+  const entry = pointer ? await selectEntry(deps.db, pointer.snapshotId, wallet) : undefined;
+  if (entry) {
+    const [figures, stats] = await Promise.all([selectPeriodStats(deps.db, wallet, period), selectStats(deps.db, wallet)]);
+    if (figures && stats) {
+      const recent = since ? stats.recentTrades.filter((t) => Date.parse(t.timestamp) >= since.getTime()) : stats.recentTrades;
+      return withFreshness(
+        {
+          walletAddress: wallet,
+          displayName: entry.displayName,
+          totalPnl: entry.pnl,
+          roi: figures.roi,
+          winRate: figures.winRate,
+          totalTrades: figures.tradeCount,
+          topPositions: stats.topPositions,
+          recentTrades: recent,
+        },
+        figures.enrichedAt,
+        now.getTime() - figures.enrichedAt.getTime() > RANKED_PROFILE_STALE_MS,
+      );
     }
+  } else if (!(await isOnAnyBoard(deps.dbh, wallet))) {
+    await deps.admitOnDemand?.();
   }
 
-  const now = deps.clock();
   const cached = await selectCachedProfile(deps.db, wallet, period);
-  if (cached && now.getTime() - cached.fetchedAt.getTime() < deps.profileTtlMs) return cached.profile as unknown as TraderProfile;
+  const cachedAnswer = (forceStale: boolean) =>
+    cached &&
+    withFreshness(
+      cached.profile as unknown as StoredProfile,
+      cached.fetchedAt,
+      forceStale || now.getTime() - cached.fetchedAt.getTime() > ON_DEMAND_PROFILE_STALE_MS,
+    );
+  if (cached && now.getTime() - cached.fetchedAt.getTime() < deps.profileTtlMs) return cachedAnswer(false);
 
+  // Concurrent requests for the same profile share one fetch.
+  const key = `${wallet}|${period}`;
+  let fetching = deps.onDemand.inFlight.get(key);
+  if (!fetching) {
+    fetching = fetchOnDemand(deps, wallet, period, since, now).finally(() => deps.onDemand.inFlight.delete(key));
+    deps.onDemand.inFlight.set(key, fetching);
+  }
+  try {
+    return withFreshness(await fetching, now, false);
+  } catch (err) {
+    // The last good copy beats an error while the venue is down or busy: served, marked stale.
+    const stale = cachedAnswer(true);
+    if (stale) return stale;
+    throw err;
+  }
+}
+
+async function fetchOnDemand(
+  deps: ProfileDeps,
+  wallet: string,
+  period: Period,
+  since: Date | undefined,
+  now: Date,
+): Promise<StoredProfile> {
+  const release = await deps.onDemand.slots.acquire(ON_DEMAND_WAIT_MS);
+  if (!release) throw unavailable('Too many trader profiles are being fetched right now, try again shortly', 5);
   let activity;
   try {
-    activity = await fetchTraderActivity(deps.api, wallet, 10);
+    activity = await fetchTraderActivitySince(deps.api, wallet, { since, maxClosedPages: ON_DEMAND_CLOSED_PAGES });
   } catch (err) {
-    // A stale copy beats an error while the venue is down.
-    if (cached) return cached.profile as unknown as TraderProfile;
     if (err instanceof UpstreamError || err instanceof Error)
       throw unavailable('The trader data venue is unavailable, try again shortly', 30);
     throw err;
+  } finally {
+    release();
   }
-  const ms = periodMs(period);
-  const f = computeFigures(activity, ms === undefined ? undefined : now.getTime() - ms);
+  // Rows came and none parsed: an answer of zeros would be a lie.
+  if (activity.allMalformed) throw unavailable('The trader data venue answered unreadable data, try again shortly', 30);
+  const f = computeFigures(activity, since?.getTime());
   const named = activity.trades.find((t) => t.name.trim() || t.pseudonym.trim());
-  const profile: TraderProfile = {
+  const profile: StoredProfile = {
     walletAddress: wallet,
     displayName: named ? named.name.trim() || named.pseudonym.trim() : shortAddress(wallet),
     totalPnl: f.totalPnl,

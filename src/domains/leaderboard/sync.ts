@@ -41,7 +41,7 @@ export interface BoardOutcome {
  * Writes one board as a new snapshot and switches `leaderboard_current` to it.
  * Rows are inserted while the snapshot is 'building' (invisible to readers);
  * the status flip and the pointer switch happen in one statement. The
- * enrichment figures already known for each wallet are copied in, so every
+ * enrichment figures already known for each wallet and this period are copied in, so every
  * sort key is ready the moment the board is visible, and so is `rank_change`
  * (from the trader history, docs/decisions.md §14.1). `at` is the sync's
  * time: the board's `switched_at`, its last successful sync.
@@ -78,7 +78,7 @@ export async function writeSnapshot(
           coalesce(s.sparkline, '[]'::jsonb),
           ${rankChangeSql({ category, period, at, wallet: sql`v.w`, rank: sql`v.r` })}
         from jsonb_to_recordset(${JSON.stringify(chunk)}::jsonb) as v(w text, n text, a text, k boolean, p float8, v float8, r int)
-        left join trader_stats s on s.wallet_address = v.w
+        left join trader_period_stats s on s.wallet_address = v.w and s.period = ${period}
         on conflict do nothing`);
     }
     // One statement flips the snapshot to ready and switches the pointer: atomic without a transaction round trip.
@@ -105,14 +105,21 @@ export async function pruneSnapshots(dbh: DbHandle): Promise<void> {
       and not exists (select 1 from leaderboard_current c where c.snapshot_id = s.id)`);
 }
 
+/** docs/decisions.md §11.7: cached on-demand profiles older than this are deleted. */
+export const PROFILE_RETENTION_HOURS = 24;
+
+/** Drops cached on-demand profiles past the retention (run with every leaderboard-sync). */
+export async function pruneCachedProfiles(dbh: DbHandle): Promise<void> {
+  await dbh.rows(sql`delete from trader_profiles where fetched_at < now() - make_interval(hours => ${PROFILE_RETENTION_HOURS})`);
+}
+
 /** Fetches both orderings of one board from the venue and writes it; any failed page fails the board. */
 export async function syncBoard(deps: LeaderboardDeps, category: Category, period: Period, at = deps.clock()): Promise<BoardOutcome> {
   try {
     const timePeriod = toVenuePeriod(period);
-    const [byPnl, byVol] = await Promise.all([
-      fetchLeaderboard(deps.api, { category, timePeriod, orderBy: 'PNL' }),
-      fetchLeaderboard(deps.api, { category, timePeriod, orderBy: 'VOL' }),
-    ]);
+    // One ordering after the other: the Data API limiter is the process's, shared with enrichment and profiles.
+    const byPnl = await fetchLeaderboard(deps.api, { category, timePeriod, orderBy: 'PNL' });
+    const byVol = await fetchLeaderboard(deps.api, { category, timePeriod, orderBy: 'VOL' });
     const rows = mergeOrderings(byPnl.rows, byVol.rows);
     const skipped = byPnl.skipped + byVol.skipped;
     // An empty answer is far more likely a venue hiccup than an empty board: keep the last good one.
@@ -137,8 +144,9 @@ export async function syncLeaderboards(
 ): Promise<{ items: number; boards: BoardOutcome[] }> {
   const pairs = CATEGORIES.flatMap((category) => PERIODS.map((period) => ({ category, period })));
   const at = deps.clock(); // one instant per sync: every board's points and switch time
-  const boards = await mapLimit(pairs, opts.concurrency ?? 4, ({ category, period }) => syncBoard(deps, category, period, at));
+  const boards = await mapLimit(pairs, opts.concurrency ?? 2, ({ category, period }) => syncBoard(deps, category, period, at));
   await pruneSnapshots(deps.dbh).catch((err) => deps.log.warn({ err }, 'leaderboard snapshot pruning failed'));
+  await pruneCachedProfiles(deps.dbh).catch((err) => deps.log.warn({ err }, 'cached profile pruning failed'));
   await compactTraderHistory(deps, at).catch((err) => deps.log.warn({ err }, 'trader history compaction failed'));
   const items = boards.reduce((n, b) => n + b.rows, 0);
   const failed = boards.filter((b) => b.error);

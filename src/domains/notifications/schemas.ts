@@ -17,6 +17,10 @@ export const ListNotificationsQuerySchema = z.object({
 export const NotificationListSchema = z.object({
   notifications: z.array(NotificationSchema),
   unreadCount: z.number().int().meta({ description: 'All unread notifications of the user, whatever the filters' }),
+  seq: z.number().int().min(0).meta({
+    description:
+      "The user's latest stream `seq` when the page was read (docs/decisions.md §12.4): subscribe to `user:notifications` with it as `lastSeq` to get every change after this page",
+  }),
   nextCursor: z.string().nullable().meta({ description: 'null on the last page' }),
 });
 

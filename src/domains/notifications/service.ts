@@ -4,8 +4,8 @@ import { rows, type DbOrTx } from '../../db/index.js';
 import { AppError, notFound, someCause } from '../../errors.js';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.js';
 import type { PublishFn } from '../../plugins/infra.js';
-import { userNotificationsChannel } from '../realtime/channels.js';
 import { kickDelivery, type DeliveryState } from './delivery.js';
+import { appendStreamEvents, publishStreamEvents, type StreamEvent } from './stream.js';
 import type { ServiceDeps } from '../../lib/deps.js';
 import { NotificationSchema, type Notification, type NotificationType, type StoredNotification } from './types.js';
 
@@ -41,10 +41,14 @@ function toStored(r: typeof notifications.$inferSelect): StoredNotification {
   return { ...r, type: r.type as NotificationType, data: r.data ?? {} };
 }
 
+/** A notification just stored, with its `notification` event on the user's stream (docs/decisions.md §12). */
+export type NewNotification = StoredNotification & { streamEvent: StreamEvent };
+
 /**
  * Stores notifications and their outbox rows (one per delivery channel) in
  * the caller's transaction: one INSERT … RETURNING for the notifications, one
- * for the deliveries. Producers that change state and notify (the price-alert
+ * for the deliveries, and their `notification` events on the users' streams
+ * (seq and unread count, docs/decisions.md §12.1). Producers that change state and notify (the price-alert
  * trigger) call it inside their own transaction, so the state change and the
  * notification commit together or not at all.
  */
@@ -53,7 +57,7 @@ export async function storeNotifications(
   tx: DbOrTx,
   now: Date,
   requests: NotifyRequest[],
-): Promise<StoredNotification[]> {
+): Promise<NewNotification[]> {
   const { channels } = deps.delivery;
   if (requests.length === 0) return [];
   const stored = await tx
@@ -78,23 +82,26 @@ export async function storeNotifications(
         ),
       );
   }
-  return stored.map(toStored);
+  const added = stored.map(toStored);
+  const events = await appendStreamEvents(
+    tx,
+    now,
+    added.map((n) => ({ userId: n.userId, event: 'notification' as const, body: toNotificationJson(n), unreadDelta: 1 })),
+  );
+  return added.map((n, i) => ({ ...n, streamEvent: events[i] }));
 }
 
 /** After commit: emit on each user's stream and kick delivery (never awaited). */
-export function announceNotifications(deps: NotifyDeps, stored: StoredNotification[]): void {
+export function announceNotifications(deps: NotifyDeps, stored: NewNotification[]): void {
   // Delivery is kicked first: a failing live-update listener must not hold up push/messenger.
   kickDelivery(
     deps,
     stored.map((n) => n.id),
   );
-  for (const n of stored) {
-    try {
-      deps.publish(userNotificationsChannel(n.userId), 'notification', toNotificationJson(n));
-    } catch (err) {
-      deps.log.warn({ err, notificationId: n.id }, 'publishing a notification failed; it is stored and listed');
-    }
-  }
+  publishStreamEvents(
+    deps,
+    stored.map((n) => n.streamEvent),
+  );
 }
 
 /**
@@ -103,7 +110,7 @@ export function announceNotifications(deps: NotifyDeps, stored: StoredNotificati
  * Returns as soon as the notification is stored; delivery never delays or
  * undoes it.
  */
-export async function notify(deps: NotifyDeps, request: NotifyRequest): Promise<StoredNotification> {
+export async function notify(deps: NotifyDeps, request: NotifyRequest): Promise<NewNotification> {
   const [stored] = await deps.db.transaction((tx) => storeNotifications(deps, tx, deps.clock(), [request]));
   announceNotifications(deps, [stored]);
   return stored;
@@ -163,8 +170,10 @@ const ITEM_COLUMNS = sql.join(
  * createdAt, id) index. Returns the serialised response body.
  *
  * One statement, one round trip: the page, whether there is more, the last
- * row's exact key and the unread count (notification_counters, kept by
- * triggers: one primary-key read), with PostgreSQL writing the items'
+ * row's exact key, the unread count (notification_counters, kept by
+ * triggers: one primary-key read) and the user's latest stream `seq`
+ * (docs/decisions.md §12.4: read in the same snapshot as the page, so a
+ * client resuming from it misses nothing and replays nothing the page shows), with PostgreSQL writing the items'
  * JSON (row_to_json) so Node neither maps the rows nor serialises them: a
  * round trip and the per-row mapping were most of this route's cost
  * (tests/bench/RESULTS.md).
@@ -192,6 +201,7 @@ export async function listNotifications(
     last_t: string | null;
     last_id: string | null;
     unread: number | string;
+    seq: number | string;
   }>(
     deps.db,
     sql`
@@ -212,43 +222,79 @@ export async function listNotifications(
       (select count(*) from page) > ${input.limit} as more,
       (select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') from last) as last_t,
       (select id::text from last) as last_id,
-      coalesce((select unread from notification_counters where user_id = ${input.userId}::uuid), 0) as unread`,
+      coalesce((select unread from notification_counters where user_id = ${input.userId}::uuid), 0) as unread,
+      coalesce((select seq from user_stream_heads where user_id = ${input.userId}::uuid), 0) as seq`,
   );
   const nextCursor =
     row.more && row.last_t && row.last_id
       ? encodeCursor(deps.config.JWT_SECRET, CURSOR_SCOPE, { t: row.last_t, i: row.last_id } satisfies CursorValue)
       : null;
-  return `{"notifications":[${row.items ?? ''}],"unreadCount":${Number(row.unread)},"nextCursor":${nextCursor === null ? 'null' : JSON.stringify(nextCursor)}}`;
+  return `{"notifications":[${row.items ?? ''}],"unreadCount":${Number(row.unread)},"seq":${Number(row.seq)},"nextCursor":${nextCursor === null ? 'null' : JSON.stringify(nextCursor)}}`;
 }
 
-/** Marks one of the user's notifications read; someone else's id or a malformed one is 404. */
-export async function markNotificationRead(deps: { db: DbOrTx }, userId: string, id: string): Promise<Notification> {
+/** What the user-facing changes need: they store the change and its stream event, then emit it. */
+export type StreamDeps = Pick<NotifyDeps, 'db' | 'clock' | 'log' | 'publish'>;
+
+/**
+ * Marks one of the user's notifications read; someone else's id or a
+ * malformed one is 404. Only a change from unread to read takes a `seq` and
+ * emits `notification:updated` (docs/decisions.md §12.2); marking a read one
+ * again answers the same notification and emits nothing.
+ */
+export async function markNotificationRead(deps: StreamDeps, userId: string, id: string): Promise<Notification> {
   if (!UUID.test(id)) throw notFound('Notification');
-  const [row] = await deps.db
-    .update(notifications)
-    .set({ read: true })
-    .where(and(eq(notifications.id, id), eq(notifications.userId, userId)))
-    .returning();
+  const { row, events } = await deps.db.transaction(async (tx) => {
+    const [changed] = await tx
+      .update(notifications)
+      .set({ read: true })
+      .where(and(eq(notifications.id, id), eq(notifications.userId, userId), eq(notifications.read, false)))
+      .returning();
+    if (!changed) {
+      const [same] = await tx
+        .select()
+        .from(notifications)
+        .where(and(eq(notifications.id, id), eq(notifications.userId, userId)));
+      return { row: same, events: [] };
+    }
+    const events = await appendStreamEvents(tx, deps.clock(), [
+      { userId, event: 'notification:updated', body: { id: changed.id, read: true }, unreadDelta: -1 },
+    ]);
+    return { row: changed, events };
+  });
   if (!row) throw notFound('Notification');
+  publishStreamEvents(deps, events);
   return toNotificationJson(toStored(row));
 }
 
-/** n = notifications that changed from unread to read. */
-export async function markAllNotificationsRead(deps: { db: DbOrTx }, userId: string): Promise<{ updated: number }> {
-  const rows = await deps.db
-    .update(notifications)
-    .set({ read: true })
-    .where(and(eq(notifications.userId, userId), sql`${notifications.read} = false`))
-    .returning({ id: notifications.id });
-  return { updated: rows.length };
+/** n = notifications that changed from unread to read; n = 0 takes no `seq` and emits nothing. */
+export async function markAllNotificationsRead(deps: StreamDeps, userId: string): Promise<{ updated: number }> {
+  const { updated, events } = await deps.db.transaction(async (tx) => {
+    const changed = await tx
+      .update(notifications)
+      .set({ read: true })
+      .where(and(eq(notifications.userId, userId), sql`${notifications.read} = false`))
+      .returning({ id: notifications.id });
+    if (changed.length === 0) return { updated: 0, events: [] };
+    const events = await appendStreamEvents(tx, deps.clock(), [
+      { userId, event: 'notifications:read-all', body: { updated: changed.length } },
+    ]);
+    return { updated: changed.length, events };
+  });
+  publishStreamEvents(deps, events);
+  return { updated };
 }
 
-/** Permanent removal (its pending deliveries go with it). */
-export async function deleteNotification(deps: { db: DbOrTx }, userId: string, id: string): Promise<void> {
+/** Permanent removal (its pending deliveries go with it), emitted as `notification:deleted`. */
+export async function deleteNotification(deps: StreamDeps, userId: string, id: string): Promise<void> {
   if (!UUID.test(id)) throw notFound('Notification');
-  const rows = await deps.db
-    .delete(notifications)
-    .where(and(eq(notifications.id, id), eq(notifications.userId, userId)))
-    .returning({ id: notifications.id });
-  if (rows.length === 0) throw notFound('Notification');
+  const events = await deps.db.transaction(async (tx) => {
+    const gone = await tx
+      .delete(notifications)
+      .where(and(eq(notifications.id, id), eq(notifications.userId, userId)))
+      .returning({ id: notifications.id });
+    if (gone.length === 0) return undefined;
+    return appendStreamEvents(tx, deps.clock(), [{ userId, event: 'notification:deleted', body: { id } }]);
+  });
+  if (!events) throw notFound('Notification');
+  publishStreamEvents(deps, events);
 }

@@ -32,6 +32,50 @@ export const NotificationSchema = z
   .meta({ id: 'Notification' });
 export type Notification = z.infer<typeof NotificationSchema>;
 
+const seqField = z.number().int().min(1).meta({
+  description: "This user's stream position: one more than the previous event's (docs/decisions.md §12.1); resume with it as `lastSeq`",
+});
+const unreadCountField = z.number().int().min(0).meta({ description: "The user's unread notifications after the change" });
+
+/**
+ * The four events of a user's stream (`user:notifications`, docs/decisions.md
+ * §12.2), each with the user's `seq` and `unreadCount` after the change. They
+ * are stored as first emitted (user_stream_events) and replayed as stored.
+ */
+export const NotificationEventSchema = NotificationSchema.extend({ seq: seqField, unreadCount: unreadCountField }).meta({
+  id: 'NotificationEvent',
+  description: '`notification` on `user:notifications`: a new Notification, with the stream `seq` and the unread count after it',
+});
+export const NotificationUpdatedEventSchema = z
+  .object({ id: z.string(), read: z.boolean(), seq: seqField, unreadCount: unreadCountField })
+  .meta({
+    id: 'NotificationUpdatedEvent',
+    description: '`notification:updated` on `user:notifications`: one notification was marked read',
+  });
+export const NotificationDeletedEventSchema = z
+  .object({ id: z.string(), seq: seqField, unreadCount: unreadCountField })
+  .meta({ id: 'NotificationDeletedEvent', description: '`notification:deleted` on `user:notifications`: one notification was removed' });
+export const NotificationsReadAllEventSchema = z
+  .object({
+    updated: z.number().int().min(1).meta({ description: 'How many notifications changed from unread to read' }),
+    seq: seqField,
+    unreadCount: unreadCountField,
+  })
+  .meta({
+    id: 'NotificationsReadAllEvent',
+    description: '`notifications:read-all` on `user:notifications`: mark-all-read changed something',
+  });
+
+/** Stream event name → payload schema. */
+export const STREAM_EVENTS = {
+  notification: NotificationEventSchema,
+  'notification:updated': NotificationUpdatedEventSchema,
+  'notification:deleted': NotificationDeletedEventSchema,
+  'notifications:read-all': NotificationsReadAllEventSchema,
+} as const;
+export type StreamEventName = keyof typeof STREAM_EVENTS;
+export type StreamPayload<E extends StreamEventName = StreamEventName> = z.infer<(typeof STREAM_EVENTS)[E]>;
+
 /** A notification as stored: the wire shape with its owner and a Date. */
 export type StoredNotification = Omit<Notification, 'createdAt'> & { userId: string; createdAt: Date };
 

@@ -6,10 +6,14 @@ import { AppError } from '../../errors.js';
 import { MemorySlidingWindow } from '../../lib/sliding-window.js';
 import type { AuthUser } from '../../plugins/auth.js';
 import { AUTH_EXPIRED, AUTH_REVOKED, isPrivateRoom, NOTIFICATIONS_CHANNEL, type Published } from './channels.js';
+import { readStreamEvents, readStreamHead, type StreamEvent } from '../notifications/stream.js';
+import type { StreamEventName, StreamPayload } from '../notifications/types.js';
+import { createStreamHub } from './user-stream.js';
 import { createMemoryRegistry, createRedisRegistry, type ConnectionRegistry } from './connection-limits.js';
 import {
   AuthRequestSchema,
   ChannelRequestSchema,
+  LastSeqSchema,
   type Ack,
   type AckFn,
   type ClientToServerEvents,
@@ -48,6 +52,10 @@ export interface RealtimeOptions {
   /** Redis counters: heartbeat period and how long an entry outlives its last heartbeat. */
   heartbeatMs: number;
   entryTtlMs: number;
+  /** User streams (docs/decisions.md §12.3): how long an event that overtook others waits before the missing ones are read from the database. */
+  streamGapWaitMs: number;
+  /** Stored events per database read while replaying a resume. */
+  streamPageSize: number;
 }
 
 export const REALTIME_DEFAULTS: RealtimeOptions = {
@@ -60,6 +68,8 @@ export const REALTIME_DEFAULTS: RealtimeOptions = {
   expiryLeadMs: 5_000,
   heartbeatMs: 10_000,
   entryTtlMs: 30_000,
+  streamGapWaitMs: 150,
+  streamPageSize: 500,
 };
 
 const MINUTE = 60_000;
@@ -70,6 +80,9 @@ const MAX_TIMER_MS = 2_147_483_647;
 function refusal(code: RealtimeErrorCode, message: string): Error & { data: { code: string; message: string } } {
   return Object.assign(new Error(code), { data: { code, message } });
 }
+
+/** The room a user's stream is published to (channels.ts userNotificationsChannel). */
+const STREAM_ROOM = /^user:([^:]+):notifications$/;
 
 const PENDING_KEY = Symbol('pendingAddressKey');
 type PendingRequest = { [PENDING_KEY]?: string };
@@ -192,6 +205,18 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
     const expiryTimers = new Map<string, NodeJS.Timeout>();
     let closing = false;
 
+    // docs/decisions.md §12.3: users' streams reach sockets through the hub (in seq order, gaps
+    // filled from the database), not through a room broadcast.
+    const hub = createStreamHub({
+      readHead: (userId) => readStreamHead(app.db, userId),
+      readEvents: (userId, after, upto, limit) => readStreamEvents(app.db, userId, after, upto, limit),
+      broadcast: (ids, event, payload) =>
+        (io.local.to(ids) as unknown as { emit(event: string, payload: unknown): boolean }).emit(event, payload),
+      log: app.log,
+      gapWaitMs: o.streamGapWaitMs,
+      pageSize: o.streamPageSize,
+    });
+
     /** A refusal code for a token that does not verify: a revoked session says so (docs/decisions.md §10.6). */
     const tokenFailure = (err: unknown): 'SESSION_REVOKED' | 'UNAUTHORIZED' =>
       err instanceof AppError && err.code === 'SESSION_REVOKED' ? 'SESSION_REVOKED' : 'UNAUTHORIZED';
@@ -241,6 +266,7 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
     }
 
     function release(socketId: string) {
+      hub.unsubscribe(socketId);
       registry.release(socketId);
       void window.reset(socketId);
       void window.reset(`auth:${socketId}`);
@@ -267,6 +293,7 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
 
     function expire(socket: RealtimeSocket, user: AuthUser & { exp: number }) {
       socket.data.user = undefined;
+      hub.unsubscribe(socket.id);
       const left: string[] = [];
       for (const room of [...socket.rooms]) {
         if (room !== socket.id && isPrivateRoom(room)) {
@@ -302,19 +329,42 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
       const parsed = ChannelRequestSchema.safeParse(payload);
       if (!parsed.success || extra) return ack(fail('INVALID_CHANNEL', 'Expected { channel: string }'));
       const { channel } = parsed.data;
-      if (kind === 'subscribe') {
-        const decision = resolveSubscribe(channel, socket.data.user);
-        if (!decision.ok) return ack(fail(decision.code, decision.message));
-        if (!socket.rooms.has(decision.room) && socket.rooms.size - 1 >= o.maxChannelsPerSocket) {
-          return ack(fail('RATE_LIMITED', `At most ${o.maxChannelsPerSocket} channels per connection`));
+      let lastSeq: number | undefined;
+      if (parsed.data.lastSeq !== undefined) {
+        const seq = LastSeqSchema.safeParse(parsed.data.lastSeq);
+        if (!seq.success) return ack(fail('VALIDATION_ERROR', 'lastSeq must be a non-negative integer'));
+        if (kind !== 'subscribe' || channel !== NOTIFICATIONS_CHANNEL) {
+          return ack(fail('VALIDATION_ERROR', 'lastSeq applies to subscribe on user:notifications only'));
         }
-        await socket.join(decision.room);
-      } else {
+        lastSeq = seq.data;
+      }
+      if (kind === 'unsubscribe') {
         const decision = resolveUnsubscribe(channel, socket.data.boundUserId);
         if (!decision.ok) return ack(fail(decision.code, decision.message));
+        if (channel === NOTIFICATIONS_CHANNEL) hub.unsubscribe(socket.id);
         if (decision.room) await socket.leave(decision.room);
+        return ack({ ok: true });
       }
-      ack({ ok: true });
+      const user = socket.data.user;
+      const decision = resolveSubscribe(channel, user);
+      if (!decision.ok) return ack(fail(decision.code, decision.message));
+      if (!socket.rooms.has(decision.room) && socket.rooms.size - 1 >= o.maxChannelsPerSocket) {
+        return ack(fail('RATE_LIMITED', `At most ${o.maxChannelsPerSocket} channels per connection`));
+      }
+      await socket.join(decision.room);
+      if (channel !== NOTIFICATIONS_CHANNEL || !user) return ack({ ok: true });
+      // The room marks the subscription (channel count, token expiry); the events come from the hub:
+      // the stored ones after lastSeq first, then live ones, and the ack after the replay.
+      let outcome;
+      try {
+        outcome = await hub.subscribe(socket, user.id, lastSeq);
+      } catch (err) {
+        app.log.warn({ err, userId: user.id }, 'subscribing to a user stream failed');
+        return ack(fail('UNAVAILABLE', 'The stream could not be read, retry'));
+      }
+      if (!outcome.ok) return ack(fail('UNAVAILABLE', 'The subscription was replaced or left before it was ready'));
+      const { ok, ...rest } = outcome;
+      ack({ ok, ...rest });
     }
 
     async function onAuth(socket: RealtimeSocket, args: unknown[]) {
@@ -364,7 +414,17 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
 
     // The bridge every domain uses: app.publish(channel, event, payload) → the room of that name.
     // publish() checked the event and payload against the contract (schemas.ts REALTIME_EVENTS).
+    const forwardStream = app.redisClient !== undefined;
     const onPublish = (msg: Published) => {
+      const streamUser = STREAM_ROOM.exec(msg.channel)?.[1];
+      if (streamUser !== undefined) {
+        const payload = msg.payload as StreamPayload;
+        const event: StreamEvent = { userId: streamUser, seq: payload?.seq, event: msg.event as StreamEventName, payload };
+        hub.receive(event);
+        // Other instances get it through the adapter's Redis channel and put it in order there.
+        if (forwardStream) io.serverSideEmit('stream:event', event);
+        return;
+      }
       try {
         (io.to(msg.channel) as unknown as { emit(event: string, payload: unknown): boolean }).emit(msg.event, msg.payload);
       } catch (err) {
@@ -372,6 +432,7 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
       }
     };
     app.bus.on('publish', onPublish);
+    io.on('stream:event', (event: StreamEvent) => hub.receive(event));
 
     // docs/decisions.md §10.6: an ended session's sockets on this instance are told and dropped
     // (every instance learns the ended ids through the auth plugin's revocation store).
@@ -396,6 +457,7 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
       registry.close();
       for (const t of expiryTimers.values()) clearTimeout(t);
       expiryTimers.clear();
+      hub.close();
       window.close();
       await io.close();
       for (const c of extraClients) c.disconnect();

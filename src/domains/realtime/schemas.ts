@@ -1,10 +1,18 @@
 import { z } from 'zod';
 import type { AuthUser } from '../../plugins/auth.js';
-import { NotificationSchema } from '../notifications/types.js';
+import { STREAM_EVENTS, type StreamPayload } from '../notifications/types.js';
+import type { StreamEvent } from '../notifications/stream.js';
 
-/** Client → server `subscribe` / `unsubscribe` payload. Anything else is INVALID_CHANNEL. */
-export const ChannelRequestSchema = z.strictObject({ channel: z.string().min(1).max(200) });
-export type ChannelRequest = z.infer<typeof ChannelRequestSchema>;
+/** Client → server `subscribe` / `unsubscribe` envelope. Anything else is INVALID_CHANNEL. */
+export const ChannelRequestSchema = z.strictObject({
+  channel: z.string().min(1).max(200),
+  /** Checked on its own (LastSeqSchema): a bad `lastSeq` is VALIDATION_ERROR, not INVALID_CHANNEL. */
+  lastSeq: z.unknown().optional(),
+});
+export type ChannelRequest = { channel: string; lastSeq?: number };
+
+/** docs/decisions.md §12.3: `subscribe` `{ channel: 'user:notifications', lastSeq }` resumes after `lastSeq`. */
+export const LastSeqSchema = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
 /** Client → server `auth` payload (re-authentication after `auth:expired`). */
 export const AuthRequestSchema = z.strictObject({ token: z.string().min(1).max(4096) });
@@ -21,7 +29,12 @@ export type RealtimeErrorCode =
   | 'UNAVAILABLE'
   | 'SESSION_REVOKED';
 
-export type Ack = { ok: true } | { ok: false; error: { code: RealtimeErrorCode; message: string; retryAfter?: number } };
+/**
+ * A `subscribe` to `user:notifications` acks `{ ok: true, seq }` (the user's latest seq, after any
+ * replayed events) and adds `reset: true` when it could not resume (docs/decisions.md §12.3).
+ */
+export type Ack =
+  { ok: true; seq?: number; reset?: true } | { ok: false; error: { code: RealtimeErrorCode; message: string; retryAfter?: number } };
 
 export type AckFn = (response: Ack) => void;
 
@@ -34,9 +47,14 @@ export const MarketUpdateSchema = z
     marketId: z.string().max(128).meta({ description: 'Our market id: `pm-<id>` or `ks-<ticker>`' }),
     yesPrice: z.number().min(0).max(1),
     volume: z.number(),
-    timestamp: z.iso.datetime().meta({ description: 'ISO 8601: when the sync saw the change' }),
+    timestamp: z.iso.datetime().meta({ description: 'ISO 8601: when the sync, or the venue socket of a hot market, saw the change' }),
   })
-  .meta({ id: 'MarketUpdate', description: '`market:update` on `market:<marketId>`: the market’s price or volume changed' });
+  .meta({
+    id: 'MarketUpdate',
+    description:
+      '`market:update` on `market:<marketId>`: the market’s price or volume changed. Within 2 s of a venue change for a ' +
+      'Polymarket market with a live subscriber (docs/decisions.md §11.2), else from the 60 s price cycle',
+  });
 export type MarketUpdate = z.infer<typeof MarketUpdateSchema>;
 
 /** The monitors that publish: `monitor:<name>` channels with events. */
@@ -57,8 +75,8 @@ export const MonitorUpdateSchema = z
   });
 export type MonitorUpdate = z.infer<typeof MonitorUpdateSchema>;
 
-/** `notification` on `user:notifications`: the Notification of docs/api-contract.md §2, as the REST routes answer it. */
-export type NotificationMessage = z.infer<typeof NotificationSchema>;
+/** `notification` on `user:notifications`: the Notification of docs/api-contract.md §2 plus the stream's `seq` and `unreadCount` (docs/decisions.md §12.2). */
+export type NotificationMessage = StreamPayload<'notification'>;
 
 export const AuthExpiredSchema = z
   .strictObject({
@@ -88,16 +106,16 @@ export type AuthRevoked = z.infer<typeof AuthRevokedSchema>;
  * variable part of a channel name). `publish()` is typed against it
  * (channels.ts), ServerToClientEvents and the OpenAPI document's
  * `x-realtime` section are derived from it. A new event is one entry under
- * its channel (docs/decisions.md §12's `notification:updated`,
- * `notification:deleted` and `notifications:read-all` go next to
- * `notification`); a new channel is one key here plus its case in
- * parseChannel.
+ * its channel; a new channel is one key here plus its case in parseChannel.
  */
 export const REALTIME_EVENTS = {
   'market:<marketId>': { 'market:update': MarketUpdateSchema },
   'monitor:leaderboard': { 'monitor:update': MonitorUpdateSchema },
-  /** The private room behind a client's `user:notifications` subscription. */
-  'user:<userId>:notifications': { notification: NotificationSchema },
+  /**
+   * A user's stream behind a client's `user:notifications` subscription
+   * (docs/decisions.md §12): ordered by `seq`, resumable with `lastSeq`.
+   */
+  'user:<userId>:notifications': STREAM_EVENTS,
 } as const;
 
 /** REALTIME_EVENTS as types: channel pattern → event → payload. */
@@ -128,7 +146,12 @@ export function realtimeDocument() {
   return {
     description:
       'Socket.IO at /socket.io/ (README "Real-time"). `channels`: the events published on each channel and their payloads; ' +
-      'a client subscribes to `user:notifications` to join its own `user:<userId>:notifications`. `socket`: events sent to one socket.',
+      'a client subscribes to `user:notifications` to join its own `user:<userId>:notifications`. `socket`: events sent to one socket. ' +
+      'The user stream (docs/decisions.md §12): every event carries `seq` (per user, from 1, no gaps) and `unreadCount`; ' +
+      '`subscribe` `{ channel: "user:notifications", lastSeq }` first sends the stored events after `lastSeq` in order, then acks ' +
+      '`{ ok: true, seq }` (the latest) and continues live; `reset: true` in the ack means the events after `lastSeq` are no longer kept ' +
+      '(or `lastSeq` is ahead): reload over REST (`GET /api/v1/notifications` carries `seq`). A `lastSeq` that is not a non-negative ' +
+      'integer acks `VALIDATION_ERROR`.',
     channels,
     socket: { 'auth:expired': ref(AuthExpiredSchema), 'auth:revoked': ref(AuthRevokedSchema) },
   };
@@ -140,8 +163,10 @@ export interface ClientToServerEvents {
   auth: (request: AuthRequest, ack?: AckFn) => void;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
-export interface InterServerEvents {}
+/** Between instances (through the Redis adapter): a user stream event published on another instance. */
+export interface InterServerEvents {
+  'stream:event': (event: StreamEvent) => void;
+}
 
 export interface SocketData {
   /** The verified user while the token is valid; cleared when it expires. */

@@ -57,38 +57,9 @@ export function fetchPositions(api: DataApi, user: string): Promise<Parsed<Posit
   return getRows(api, '/positions', { user, sizeThreshold: 0, limit: 500 }, PositionRowSchema);
 }
 
-/** Closed positions, page by page until a short page or `maxPages` (bounds the load one whale puts on the venue). */
-export async function fetchClosedPositions(api: DataApi, user: string, maxPages = 20): Promise<Parsed<ClosedPositionRow>> {
-  const rows: ClosedPositionRow[] = [];
-  let skipped = 0;
-  for (let p = 0; p < maxPages; p++) {
-    const page = await getRows(api, '/closed-positions', { user, limit: CLOSED_PAGE, offset: p * CLOSED_PAGE }, ClosedPositionRowSchema);
-    rows.push(...page.rows);
-    skipped += page.skipped;
-    if (page.rows.length + page.skipped < CLOSED_PAGE) break;
-  }
-  return { rows, skipped };
-}
-
 export function fetchTrades(api: DataApi, user: string): Promise<Parsed<TradeRow>> {
   return getRows(api, '/trades', { user, limit: 500, takerOnly: false }, TradeRowSchema);
 }
-
-/** Everything the figures of one trader are computed from. */
-export async function fetchTraderActivity(api: DataApi, user: string, maxClosedPages?: number) {
-  const [positions, closed, trades] = await Promise.all([
-    fetchPositions(api, user),
-    fetchClosedPositions(api, user, maxClosedPages),
-    fetchTrades(api, user),
-  ]);
-  return {
-    positions: positions.rows,
-    closed: closed.rows,
-    trades: trades.rows,
-    skipped: positions.skipped + closed.skipped + trades.skipped,
-  };
-}
-export type TraderActivity = Awaited<ReturnType<typeof fetchTraderActivity>>;
 
 /** docs/venues.md "What we call": at most 20 pages of closed positions per trader. */
 export const CLOSED_MAX_PAGES = 20;
@@ -135,7 +106,12 @@ export async function fetchClosedPositionsNewestFirst(
   return { rows, skipped, complete: false };
 }
 
-/** Everything the figures of one trader are computed from, closed positions newest first back to `since` (docs/decisions.md §11.6). */
+/**
+ * Everything the figures of one trader are computed from, closed positions
+ * newest first back to `since` (docs/decisions.md §11.6). One request at a
+ * time: the process's Data API limiter is shared by every job and profile,
+ * so parallel calls would only queue there and delay the others.
+ */
 export async function fetchTraderActivitySince(api: DataApi, user: string, opts: { since?: Date; maxClosedPages?: number } = {}) {
   const positions = await fetchPositions(api, user);
   const closed = await fetchClosedPositionsNewestFirst(api, user, { since: opts.since, maxPages: opts.maxClosedPages });
@@ -146,5 +122,8 @@ export async function fetchTraderActivitySince(api: DataApi, user: string, opts:
     closedComplete: closed.complete,
     trades: trades.rows,
     skipped: positions.skipped + closed.skipped + trades.skipped,
+    /** Per listing: rows the venue sent that all failed strict parsing (a listing with only malformed rows). */
+    allMalformed: [positions, closed, trades].some((l) => l.rows.length === 0 && l.skipped > 0),
   };
 }
+export type TraderActivity = Awaited<ReturnType<typeof fetchTraderActivitySince>>;

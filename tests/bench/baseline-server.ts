@@ -1,0 +1,51 @@
+import { readFileSync } from 'node:fs';
+import Fastify from 'fastify';
+import fastifyJwt from '@fastify/jwt';
+
+/**
+ * The bare route of `npm run bench`, in a process of its own: Fastify 5 with
+ * no plugins, one GET route per captured response answering its exact bytes
+ * and headers from memory. A route with `jwtSecret` first verifies the bearer
+ * token as the service does (@fastify/jwt, HS256 pinned), so a bearer route is
+ * compared with the cost of the verification it cannot skip.
+ *
+ * Usage: node --import tsx tests/bench/baseline-server.ts <spec.json>; prints
+ * `listening <port>` on stdout. The spec: { routes: BaselineRoute[] }.
+ */
+export interface BaselineRoute {
+  path: string;
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  jwtSecret?: string;
+}
+
+const spec = JSON.parse(readFileSync(process.argv[2], 'utf8')) as { routes: BaselineRoute[] };
+const app = Fastify({ logger: false });
+const secret = spec.routes.find((r) => r.jwtSecret)?.jwtSecret;
+if (secret) await app.register(fastifyJwt, { secret, verify: { algorithms: ['HS256'] } });
+
+for (const r of spec.routes) {
+  const { status, headers, body } = r;
+  if (r.jwtSecret) {
+    app.get(r.path, (request, reply) => {
+      const auth = request.headers.authorization;
+      try {
+        if (!auth?.startsWith('Bearer ')) throw new Error('no token');
+        app.jwt.verify(auth.slice(7));
+      } catch {
+        reply.code(401).send('unauthorized');
+        return;
+      }
+      reply.code(status).headers(headers).send(body);
+    });
+  } else {
+    app.get(r.path, (_request, reply) => {
+      reply.code(status).headers(headers).send(body);
+    });
+  }
+}
+
+await app.listen({ port: 0, host: '127.0.0.1' });
+process.stdout.write(`listening ${(app.server.address() as { port: number }).port}\n`);
+process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));

@@ -1,0 +1,245 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { SignJWT } from 'jose';
+import postgres from 'postgres';
+import { sql } from 'drizzle-orm';
+import { createDb } from '../../src/db/index.js';
+import { runMigrations } from '../../src/db/migrate.js';
+import { startFakeVenues } from '../fakes/venues/index.js';
+import { generateGammaEvents } from '../fakes/venues/gamma.js';
+import {
+  capture,
+  compareCpu,
+  cpuTable,
+  freePort,
+  PG_URL,
+  REDIS_URL,
+  ROOT,
+  spawnBaseline,
+  spawnService,
+  writeSection,
+  type ChildServer,
+  type CpuComparison,
+} from './harness.js';
+import type { BaselineRoute } from './baseline-server.js';
+
+/**
+ * Issue 21: the service's CPU per response against a bare Fastify 5 route
+ * serving the same bytes and headers, each in its own process, load from a
+ * third (autocannon -c 50). Measured on the built service (`npm run
+ * start:dist`, what the image runs) and on `npm start` (tsx), then the cost
+ * of metrics + overload protection (issue 20: ≤ 3 %) on the built service.
+ *
+ * BENCH_SERVICE=dist|tsx|dist,tsx (default both), BENCH_SECONDS (measured
+ * seconds per run, default 3), BENCH_PROFILE=1 starts the service with
+ * --cpu-prof (profiles in tests/bench/.tmp/profiles).
+ */
+const exec = promisify(execFile);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const LOAD = { connections: 50, durationSec: SECONDS };
+const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-000';
+const INTERNAL = 'bench-internal-token-0123456789abcdef';
+
+/** A fresh database the service processes share, seeded from here, and the fake venues. */
+export async function setupOverhead() {
+  if (!PG_URL || !REDIS_URL) throw new Error('overhead: needs DATABASE_URL (PostgreSQL) and REDIS_URL');
+  const dbName = `pbbench_${process.pid}_${randomBytes(3).toString('hex')}`;
+  const admin = postgres(PG_URL, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database "${dbName}"`);
+  const u = new URL(PG_URL);
+  u.pathname = `/${dbName}`;
+  const dbUrl = u.toString();
+  const db = await createDb(dbUrl, { max: 2 });
+  const venues = await startFakeVenues({ gamma: generateGammaEvents(200, 5, 7) });
+  const cleanup = async () => {
+    await venues.close();
+    await db.close();
+    await admin.unsafe(`drop database if exists "${dbName}" with (force)`);
+    await admin.end();
+  };
+  try {
+    await runMigrations(db);
+    const [user] = await db.rows<{ id: string }>(
+      sql`insert into users (chain, wallet_address, auth_method) values ('evm', '0x00000000000000000000000000000000000000be', 'wallet') returning id`,
+    );
+    await db.rows(sql`
+      insert into notifications (user_id, type, title, message, data, created_at)
+      select ${user.id}, 'system', 'Notice ' || i, 'Bench notification number ' || i, jsonb_build_object('n', i), now() - i * interval '1 minute'
+      from generate_series(1, 60) as i`);
+    const [snap] = await db.rows<{ id: number }>(
+      sql`insert into leaderboard_snapshots (category, period, status) values ('OVERALL', '7D', 'ready') returning id`,
+    );
+    await db.rows(sql`
+      insert into leaderboard_entries (snapshot_id, wallet_address, display_name, avatar_url, is_kol, pnl, volume, venue_rank,
+        roi, win_rate, trade_count, sparkline)
+      select ${snap.id}, '0x' || md5('bench-' || i) || substr(md5('x' || i), 1, 8), 'trader-' || i, 'https://img.example/' || i || '.png', i % 10 = 0,
+        round(((i * 7919) % 100003) * 3.7 - 50000), (i * 104729) % 1000003, i,
+        (i % 1000) / 100.0, (i % 101) / 100.0, i % 500,
+        '[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30]'::jsonb
+      from generate_series(1::bigint, 1000::bigint) as i`);
+    await db.rows(sql`insert into leaderboard_current (category, period, snapshot_id) values ('OVERALL', '7D', ${snap.id})`);
+    const token = await new SignJWT({ walletAddress: '0x00000000000000000000000000000000000000be', chain: 'evm' })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setSubject(user.id)
+      .setIssuedAt()
+      .setExpirationTime('2h')
+      .sign(new TextEncoder().encode(JWT_SECRET));
+    const bearer = { authorization: `Bearer ${token}` };
+    const serviceEnv = async (extra: Record<string, string> = {}) => ({
+      NODE_ENV: 'production',
+      DATABASE_URL: dbUrl,
+      REDIS_URL: REDIS_URL!,
+      JWT_SECRET,
+      INTERNAL_API_TOKEN: INTERNAL,
+      JOBS: 'off',
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+      METRICS_PORT: String(await freePort()),
+      ...venues.env,
+      ...extra,
+    });
+    /** Runs the sync jobs once through the internal route (they write the shared database). */
+    const seedEvents = async (url: string) => {
+      for (const job of ['events-sync', 'price-sync']) {
+        const res = await fetch(`${url}/api/v1/internal/jobs/${job}`, { method: 'POST', headers: { authorization: `Bearer ${INTERNAL}` } });
+        const out = (await res.json()) as { ok?: boolean; error?: string };
+        if (!out.ok) throw new Error(`${job}: ${JSON.stringify(out)}`);
+      }
+    };
+    return { bearer, serviceEnv, seedEvents, cleanup };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+/** The compared routes; the event's slug is read from the list. */
+export async function overheadPairs(url: string, bearer: Record<string, string>) {
+  const list = await capture(`${url}/api/v1/events`);
+  const slug = (JSON.parse(list.body) as { events: Array<{ slug: string }> }).events[0].slug;
+  const pairs: Array<{ label: string; path: string; headers?: Record<string, string> }> = [
+    { label: 'GET /health/live', path: '/health/live' },
+    { label: 'GET /api/v1/events (cached page, 50 groups)', path: '/api/v1/events' },
+    { label: 'GET /api/v1/events/:slug (cached)', path: `/api/v1/events/${slug}` },
+    { label: 'GET /api/v1/leaderboard (cached page, 50 rows)', path: '/api/v1/leaderboard' },
+    { label: 'GET /api/v1/notifications (bearer, 50 items)', path: '/api/v1/notifications?limit=50', headers: bearer },
+  ];
+  return pairs;
+}
+
+export default async function run() {
+  if (!PG_URL || !REDIS_URL) {
+    process.stdout.write('overhead: needs DATABASE_URL (PostgreSQL) and REDIS_URL; skipped\n');
+    return;
+  }
+  const kinds = (process.env.BENCH_SERVICE ?? 'dist,tsx').split(',') as Array<'dist' | 'tsx'>;
+  if (kinds.includes('dist')) await exec('npm', ['run', 'build'], { cwd: ROOT });
+  const { bearer, serviceEnv, seedEvents, cleanup } = await setupOverhead();
+  const servers: ChildServer[] = [];
+  const sections: string[] = [];
+  try {
+    const profArgs = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${ROOT}tests/bench/.tmp/profiles`] : [];
+
+    let seeded = false;
+    const summary: string[] = [];
+    for (const kind of kinds) {
+      const svc = await spawnService(kind, await serviceEnv(), profArgs);
+      servers.push(svc);
+      if (!seeded) {
+        for (const job of ['events-sync', 'price-sync']) {
+          const res = await fetch(`${svc.url}/api/v1/internal/jobs/${job}`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${INTERNAL}` },
+          });
+          const out = (await res.json()) as { ok?: boolean; error?: string };
+          if (!out.ok) throw new Error(`${job}: ${JSON.stringify(out)}`);
+        }
+        seeded = true;
+      }
+      const list = await capture(`${svc.url}/api/v1/events`);
+      const slug = (JSON.parse(list.body) as { events: Array<{ slug: string }> }).events[0].slug;
+      const pairs: Array<{ label: string; path: string; headers?: Record<string, string> }> = [
+        { label: 'GET /health/live', path: '/health/live' },
+        { label: 'GET /api/v1/events (cached page, 50 groups)', path: '/api/v1/events' },
+        { label: 'GET /api/v1/events/:slug (cached)', path: `/api/v1/events/${slug}` },
+        { label: 'GET /api/v1/leaderboard (cached page, 50 rows)', path: '/api/v1/leaderboard' },
+        { label: 'GET /api/v1/notifications (bearer, 50 items)', path: '/api/v1/notifications?limit=50', headers: bearer },
+      ];
+      const routes: BaselineRoute[] = [];
+      for (const p of pairs) {
+        const c = await capture(`${svc.url}${p.path}`, p.headers);
+        if (c.status !== 200) throw new Error(`${p.path}: ${c.status} ${c.body.slice(0, 200)}`);
+        routes.push({ path: p.path.split('?')[0], ...c, ...(p.headers ? { jwtSecret: JWT_SECRET } : {}) });
+      }
+      const base = await spawnBaseline(routes);
+      servers.push(base);
+      const rows: Array<{ label: string; c: CpuComparison }> = [];
+      for (const p of pairs) {
+        const opts = { ...LOAD, headers: p.headers };
+        const c = await compareCpu(
+          { name: 'bare', url: `${base.url}${p.path}`, pid: base.pid, opts },
+          { name: p.label, url: `${svc.url}${p.path}`, pid: svc.pid, opts },
+        );
+        rows.push({ label: p.label, c });
+        process.stdout.write(
+          `${kind} ${p.label}: ${c.target.cpuUs.toFixed(1)} vs ${c.base.cpuUs.toFixed(1)} µs → ${c.cpuRatio.toFixed(2)}\n`,
+        );
+      }
+      await base.close();
+      const bytes = routes
+        .map((r) => `${r.path.startsWith('/api/v1/events/') ? '/events/:slug' : r.path} ${Buffer.byteLength(r.body)} B`)
+        .join(', ');
+      sections.push(
+        `### ${kind === 'dist' ? 'Built service (`npm run start:dist`)' : '`npm start` (tsx)'}`,
+        '',
+        cpuTable(rows),
+        '',
+        `Bodies: ${bytes}.`,
+        '',
+      );
+      summary.push(`${kind}: ${rows.map((r) => r.c.cpuRatio.toFixed(2)).join(' / ')}`);
+
+      if (kind === kinds[0]) {
+        // Issue 20: metrics + overload protection against the same service with both off.
+        const bare = await spawnService(kind, await serviceEnv({ METRICS_PORT: '0', OVERLOAD_GUARD: 'off' }));
+        servers.push(bare);
+        const mo: Array<{ label: string; c: CpuComparison }> = [];
+        for (const p of pairs.slice(0, 2)) {
+          const c = await compareCpu(
+            { name: 'off', url: `${bare.url}${p.path}`, pid: bare.pid, opts: LOAD },
+            { name: p.label, url: `${svc.url}${p.path}`, pid: svc.pid, opts: LOAD },
+          );
+          mo.push({ label: p.label, c });
+          process.stdout.write(
+            `${kind} metrics+overload ${p.label}: ${c.target.cpuUs.toFixed(1)} vs ${c.base.cpuUs.toFixed(1)} µs → ${c.cpuRatio.toFixed(3)}\n`,
+          );
+        }
+        await bare.close();
+        sections.push(
+          `### Cost of metrics + overload protection (${kind})`,
+          '',
+          'The same service with `METRICS_PORT=0 OVERLOAD_GUARD=off` as the baseline.',
+          '',
+          cpuTable(mo, 'off'),
+          '',
+        );
+      }
+      await svc.close();
+    }
+    const intro = [
+      `Each side in its own process, load from a third (autocannon -c ${LOAD.connections}, 1 s warm-up then ${SECONDS} s measured),`,
+      'three alternating rounds, medians. CPU = utime + stime of the listening process and its children from `/proc/<pid>/stat`',
+      'over the measured window, divided by the responses counted; CPU ratio = bare ÷ service (target ≥ 0.77, i.e. the service',
+      `costs at most 1.3× the bare route). Service at \`LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'info'}\` (as deployed, logs to /dev/null),`,
+      'NODE_ENV=production, metrics on, jobs off. The bare route answers the captured bytes and headers; for the bearer route it',
+      'first verifies the same JWT with @fastify/jwt.',
+      '',
+      `CPU ratios (health / events / event / leaderboard / notifications): ${summary.join('; ')}.`,
+      '',
+    ];
+    await writeSection('Per-request cost: service vs bare Fastify (CPU)', [...intro, ...sections].join('\n'));
+  } finally {
+    for (const s of servers) await s.close();
+    await cleanup();
+  }
+}

@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSigner } from 'fast-jwt';
+import { createApiClient, type Realtime, type RealtimeEvents } from '../../src/client/index.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { solanaWallet } from '../auth/helpers.js';
+
+/**
+ * The client's side of docs/decisions.md §12: it remembers the last `seq` of
+ * the notifications stream and resumes with it, by itself, after a dropped
+ * connection and after `auth:expired` → `auth`; a `reset` reaches the app as
+ * `notifications:reset`.
+ */
+
+const SECRET = 'test-secret-test-secret-test-secret-0123456789';
+const INTERNAL = 'internal-token-0123456789abcdef';
+let t: TestApp;
+let port: number;
+const open: Realtime[] = [];
+
+beforeAll(async () => {
+  t = await buildTestApp({ TRUST_PROXY: '127.0.0.1', INTERNAL_API_TOKEN: INTERNAL });
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  port = (t.app.server.address() as { port: number }).port;
+});
+afterAll(async () => {
+  for (const r of open) r.close();
+  await t?.close();
+});
+
+function waitFor<T>(fn: () => T | undefined, timeoutMs = 15_000): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const tick = () => {
+      const v = fn();
+      if (v !== undefined) return resolve(v);
+      if (Date.now() - started > timeoutMs) return reject(new Error('timed out'));
+      setTimeout(tick, 25);
+    };
+    tick();
+  });
+}
+
+let ip = 80;
+/** A signed-in client; `slowRefresh` holds every token refresh for that long (ms). */
+async function signedInClient(slowRefresh = 0) {
+  const ipAddr = `203.0.113.${ip++}`;
+  const f: typeof fetch = async (input, init) => {
+    const req = new Request(input, init);
+    if (slowRefresh && req.url.includes('/auth/refresh')) await new Promise((r) => setTimeout(r, slowRefresh));
+    const headers = new Headers(req.headers);
+    headers.set('x-forwarded-for', ipAddr);
+    return fetch(new Request(req, { headers }));
+  };
+  let stored: string | null = null;
+  const storage = { get: () => stored, set: (v: string | null) => void (stored = v) };
+  const c = createApiClient({ baseUrl: `http://127.0.0.1:${port}`, mode: 'token', storage, fetch: f });
+  const wallet = await solanaWallet();
+  const user = await c.session.signInWithWallet({ address: wallet.address, chain: 'solana', signMessage: wallet.sign });
+  return { c, user };
+}
+
+async function raise(userId: string) {
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/internal/notifications',
+    headers: { authorization: `Bearer ${INTERNAL}` },
+    payload: { userId, type: 'mission_completed', title: 'Done', message: 'm' },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json<{ id: string }>();
+}
+
+/** Every stream event the app's listeners get, as [event, seq]. */
+function listen(live: Realtime) {
+  const got: Array<[string, number]> = [];
+  for (const e of ['notification', 'notification:updated', 'notification:deleted', 'notifications:read-all'] as const) {
+    live.on(e, (p: RealtimeEvents[typeof e]) => got.push([e, p.seq]));
+  }
+  return got;
+}
+
+describe('client: the notifications stream resumes by itself', () => {
+  it('after a dropped connection, with the last seq it saw: every missed event once, in order', async () => {
+    const { c, user } = await signedInClient();
+    const live = c.realtime();
+    open.push(live);
+    const got = listen(live);
+    expect(await live.subscribe('user:notifications')).toEqual({ ok: true, seq: 0 });
+    const first = await raise(user.id);
+    await raise(user.id);
+    await waitFor(() => (got.length === 2 ? true : undefined));
+
+    // The network drops; changes happen while the client is away; then it comes back.
+    live.socket.io.reconnection(false);
+    const down = new Promise((r) => live.socket.once('disconnect', r));
+    live.socket.io.engine.close();
+    await down;
+    await raise(user.id);
+    await t.app.inject({
+      method: 'PATCH',
+      url: `/api/v1/notifications/${first.id}`,
+      headers: { authorization: `Bearer ${c.session.token}` },
+    });
+    await raise(user.id);
+    live.socket.io.reconnection(true);
+    live.socket.connect();
+
+    await waitFor(() => (got.length === 5 ? true : undefined));
+    expect(got).toEqual([
+      ['notification', 1],
+      ['notification', 2],
+      ['notification', 3],
+      ['notification:updated', 4],
+      ['notification', 5],
+    ]);
+    expect(live.notificationsSeq).toBe(5);
+    await raise(user.id);
+    await waitFor(() => (got.length === 6 ? true : undefined));
+    expect(got[5]).toEqual(['notification', 6]);
+  }, 30_000);
+
+  it('after auth:expired → auth, with the last seq it saw', async () => {
+    // The refresh takes 1.5 s: events raised meanwhile are missed live and must be replayed.
+    const { c, user } = await signedInClient(1_500);
+    const shortLived = createSigner({ key: SECRET, algorithm: 'HS256', expiresIn: 7_000 })({
+      sub: user.id,
+      walletAddress: user.walletAddress,
+      chain: user.chain,
+    });
+    (c.session as unknown as { accessToken: string }).accessToken = shortLived;
+    const live = c.realtime();
+    open.push(live);
+    const got = listen(live);
+    let expired = 0;
+    live.on('auth:expired', () => expired++);
+    expect(await live.subscribe('user:notifications')).toEqual({ ok: true, seq: 0 });
+    await raise(user.id);
+    await waitFor(() => (got.length === 1 ? true : undefined));
+    await waitFor(() => (expired > 0 ? true : undefined), 10_000);
+    await raise(user.id);
+    await raise(user.id);
+    await waitFor(() => (got.length === 3 ? true : undefined));
+    expect(got.map(([, seq]) => seq)).toEqual([1, 2, 3]);
+    expect(c.session.token).not.toBe(shortLived);
+  }, 30_000);
+
+  it('tells the app to reload with notifications:reset when the stream cannot be resumed, then continues', async () => {
+    const { c, user } = await signedInClient();
+    const live = c.realtime();
+    open.push(live);
+    const got = listen(live);
+    const resets: Array<{ seq: number }> = [];
+    live.on('notifications:reset', (r) => resets.push(r));
+    // A lastSeq the server never issued (e.g. a database restored from a backup).
+    expect(await live.subscribe('user:notifications', { lastSeq: 40 })).toEqual({ ok: true, seq: 0, reset: true });
+    expect(resets).toEqual([{ seq: 0 }]);
+    expect(live.notificationsSeq).toBe(0);
+    await raise(user.id);
+    await waitFor(() => (got.length === 1 ? true : undefined));
+    expect(got).toEqual([['notification', 1]]);
+  }, 30_000);
+});
