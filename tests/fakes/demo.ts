@@ -145,15 +145,32 @@ const demoUser = await resolveTokenUser(db, { subject: DEMO_WALLET, chain: 'evm'
 const accessToken = await signDevAccessToken(config, demoUser, 24 * 60);
 
 const notifiers: NodeJS.Timeout[] = [];
-closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT_MS }, async () => {
+closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT_MS }, async ({ signal, err }) => {
+  if (err) app.log.error({ err }, 'demo: fatal error, shutting down');
+  else app.log.info({ signal }, 'demo: shutting down');
   clearInterval(drift);
   for (const t of notifiers) clearInterval(t);
-  await app.close();
-  await db.close();
-  await venues.close();
-  await dataApi.close();
-  await expo.close();
-  await marketWs.close();
+  // Each step on its own, so one that fails is named and the rest still close.
+  const steps: Array<[string, () => Promise<unknown>]> = [
+    ['app', () => app.close()],
+    ['database', () => db.close()],
+    ['fake venues', () => venues.close()],
+    ['fake Data API', () => dataApi.close()],
+    ['fake Expo', () => expo.close()],
+    ['fake market WebSocket', () => marketWs.close()],
+  ];
+  let failed = false;
+  for (const [name, close] of steps) {
+    const started = Date.now();
+    try {
+      await close();
+    } catch (error) {
+      failed = true;
+      app.log.error({ err: error }, `demo: closing the ${name} failed`);
+    }
+    app.log.info({ ms: Date.now() - started }, `demo: closed the ${name}`);
+  }
+  if (failed) throw new Error('demo: shutdown incomplete');
 });
 await app.listen({ port: config.PORT, host: config.HOST });
 const base = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${config.PORT}`;
