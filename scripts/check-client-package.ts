@@ -4,7 +4,9 @@
  * into a fresh project (from npm's local cache where it can), type-checks a
  * small TypeScript file against `predict-backend/client` with the library
  * checks on, compiles it, and runs it against a live server. Exits 1 on any
- * failure with the step that failed.
+ * failure with the step that failed. Its temporary directory (tarball, project,
+ * node_modules) is removed however it ends: success, a failed step, an
+ * exception, or SIGINT/SIGTERM.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -52,6 +54,9 @@ const TSCONFIG = {
   files: ['smoke.ts'],
 };
 
+/** A step that failed, already reported: the script ends with exit code 1 after cleaning up. */
+class StepFailed extends Error {}
+
 async function step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
   process.stdout.write(`client package: ${name}\n`);
   try {
@@ -59,7 +64,7 @@ async function step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
   } catch (err) {
     const e = err as { stdout?: Buffer | string; stderr?: Buffer | string; message: string };
     process.stderr.write(`client package: ${name} FAILED\n${String(e.stdout ?? '')}${String(e.stderr ?? '')}${e.message}\n`);
-    process.exit(1);
+    throw new StepFailed(name);
   }
 }
 
@@ -67,6 +72,15 @@ const run = (cmd: string, args: string[], cwd: string) =>
   execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: 'pipe', timeout: 300_000 });
 
 const work = mkdtempSync(join(tmpdir(), 'pb-client-pack-'));
+const removeWork = () => rmSync(work, { recursive: true, force: true, maxRetries: 3 });
+// Whatever ends the process (process.exit anywhere, an uncaught error), the directory goes with it.
+process.on('exit', removeWork);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    removeWork();
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  });
+}
 let app: Awaited<ReturnType<typeof buildApp>> | undefined;
 try {
   const tarball = await step('npm pack (prepack builds the client)', () => {
@@ -113,7 +127,11 @@ try {
   } else {
     process.stdout.write(`client package: ok ${out.trim()}\n`);
   }
+} catch (err) {
+  if (!(err instanceof StepFailed))
+    process.stderr.write(`client package: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exitCode = 1;
 } finally {
-  await app?.close();
-  rmSync(work, { recursive: true, force: true });
+  await app?.close().catch(() => {});
+  removeWork();
 }

@@ -103,6 +103,7 @@ describe('AsyncAPI document at /docs/asyncapi.json (docs/decisions.md §15.4)', 
     const ack = messages.find((m) => m.name === 'ack')!;
     const validateAck = withComponents.compile({ $ref: `doc${ack.payload.$ref}` });
     expect(validateAck({ ok: true })).toBe(true);
+    expect(validateAck({ ok: true, seq: 42, reset: true })).toBe(true);
     expect(validateAck({ ok: false, error: { code: 'RATE_LIMITED', message: 'slow down', retryAfter: 12 } })).toBe(true);
     expect(validateAck({ ok: false, error: { code: 'NOPE', message: 'x' } })).toBe(false);
   });

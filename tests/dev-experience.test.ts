@@ -8,7 +8,7 @@ import { loggerOptions } from '../src/app.js';
 import { testConfig } from '../src/config.js';
 import { loadDevEnv } from '../src/lib/dev-env.js';
 import { isAlive } from '../src/db/dir-lock.js';
-import { ROOT, startServer, TEST_JWT_SECRET, waitForExit, waitForHttp } from './helpers/server-process.js';
+import { fetchWhenReady, ROOT, startServer, TEST_JWT_SECRET, waitForExit } from './helpers/server-process.js';
 
 const dirs: string[] = [];
 function tempDir(): string {
@@ -74,7 +74,7 @@ describe('the server process', () => {
     const cwd = tempDir();
     const port = freePort();
     child = startServer({ PORT: String(port), DATABASE_URL: 'pglite:memory', JOBS: 'off', JWT_SECRET: undefined }, { cwd });
-    expect((await waitForHttp(`http://127.0.0.1:${port}/health/live`, 90_000)).status).toBe(200);
+    expect((await fetchWhenReady(`http://127.0.0.1:${port}/health/live`, {}, 90_000)).status).toBe(200);
     const secret = readFileSync(join(cwd, '.data', 'jwt-secret'), 'utf8').trim();
     const token = await new SignJWT({ walletAddress: '0x0000000000000000000000000000000000000001', chain: 'evm' })
       .setProtectedHeader({ alg: 'HS256' })
@@ -82,7 +82,8 @@ describe('the server process', () => {
       .setIssuedAt()
       .setExpirationTime('5m')
       .sign(new TextEncoder().encode(secret));
-    const res = await fetch(`http://127.0.0.1:${port}/api/v1/notifications`, { headers: { authorization: `Bearer ${token}` } });
+    // The overload guard may still refuse with 503 while start-up lags the event loop.
+    const res = await fetchWhenReady(`http://127.0.0.1:${port}/api/v1/notifications`, { headers: { authorization: `Bearer ${token}` } });
     expect(res.status).toBe(200);
     child.kill('SIGTERM');
     expect(await waitForExit(child)).toBe(0);
@@ -117,7 +118,7 @@ describe('npm start', () => {
     let out = '';
     npm.stdout!.on('data', (d) => (out += d));
     npm.stderr!.on('data', (d) => (out += d));
-    expect((await waitForHttp(`http://127.0.0.1:${port}/health/live`, 90_000)).status).toBe(200);
+    expect((await fetchWhenReady(`http://127.0.0.1:${port}/health/live`, {}, 90_000)).status).toBe(200);
     serverPid = Number(/"pid":(\d+)/.exec(out)?.[1]);
     expect(serverPid).toBeGreaterThan(0);
     expect(isAlive(serverPid)).toBe(true);

@@ -45,6 +45,70 @@ export async function waitForExit(child: ChildProcess, timeoutMs = 30_000): Prom
   return code as number | null;
 }
 
+/**
+ * Runs `npm run <script>` in the repository with exactly the env given (plus
+ * PATH/HOME, metrics off and a fixed JWT_SECRET unless given; an undefined
+ * value removes the variable). The scripts `exec` node, so a signal to this
+ * process reaches the program.
+ */
+export function startNpmScript(script: string, env: Record<string, string | undefined>): ChildProcess & { output: () => string } {
+  const merged: Record<string, string | undefined> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
+    LOG_LEVEL: 'info',
+    METRICS_PORT: '0',
+    JWT_SECRET: TEST_JWT_SECRET,
+    ...env,
+  };
+  const child = spawn('npm', ['run', '--silent', script], {
+    cwd: ROOT,
+    env: Object.fromEntries(Object.entries(merged).filter((e): e is [string, string] => e[1] !== undefined)),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  return Object.assign(child, { output: () => out });
+}
+
+/** Resolves with the first match of `pattern` in the process's output, or rejects after `timeoutMs` or when it exits. */
+export async function waitForOutput(
+  child: ChildProcess & { output: () => string },
+  pattern: RegExp,
+  timeoutMs = 60_000,
+): Promise<RegExpMatchArray> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const m = child.output().match(pattern);
+    if (m) return m;
+    if (child.exitCode !== null)
+      throw new Error(`exited with ${child.exitCode} before printing ${pattern}:\n${child.output().slice(-2000)}`);
+    if (Date.now() > deadline) throw new Error(`${pattern} not printed within ${timeoutMs} ms:\n${child.output().slice(-2000)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/**
+ * fetch, retried while the server is not listening yet or answers 503: the
+ * overload guard refuses requests while a busy start-up (migrations on the
+ * embedded database, first job runs) still lags the event loop.
+ */
+export async function fetchWhenReady(url: string, init: RequestInit = {}, timeoutMs = 45_000): Promise<Response> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(url, init);
+      if (res.status !== 503) return res;
+      last = `503 ${await res.text()}`;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${url} did not answer (other than 503) within ${timeoutMs} ms: ${String(last)}`);
+}
+
 export async function waitForHttp(url: string, timeoutMs = 45_000): Promise<Response> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;

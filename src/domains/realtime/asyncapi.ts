@@ -5,6 +5,7 @@ import {
   AuthRequestSchema,
   AuthRevokedSchema,
   ChannelRequestSchema,
+  LastSeqSchema,
   REALTIME_EVENTS,
   type Ack,
   type RealtimeErrorCode,
@@ -35,7 +36,15 @@ const ERROR_CODES = [
 
 /** The acknowledgement of `subscribe`, `unsubscribe` and `auth`, as a schema (kept equal to the `Ack` type below). */
 const AckSchema = z.union([
-  z.strictObject({ ok: z.literal(true) }),
+  z.strictObject({
+    ok: z.literal(true),
+    seq: z.number().int().min(0).optional().meta({
+      description: '`subscribe` to `user:notifications`: the user’s latest stream seq, after any replayed events (docs/decisions.md §12.3)',
+    }),
+    reset: z.literal(true).optional().meta({
+      description: 'The events after `lastSeq` are no longer kept (or `lastSeq` is ahead): reload over REST',
+    }),
+  }),
   z.strictObject({
     ok: z.literal(false),
     error: z.strictObject({
@@ -46,8 +55,15 @@ const AckSchema = z.union([
   }),
 ]);
 
-// Compile-time: the schema and the type the plugin acks with are the same shape, and every code is listed.
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+/** `subscribe` as documented: `lastSeq` is checked on its own by the plugin (a bad one is VALIDATION_ERROR). */
+const SubscribeRequestSchema = ChannelRequestSchema.extend({
+  lastSeq: LastSeqSchema.optional().meta({
+    description: '`user:notifications` only: the last stream seq this client saw; the events after it are replayed before the ack',
+  }),
+});
+
+// Compile-time: the schema and the type the plugin acks with are exactly the same (keys included), and every code is listed.
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 const ackMatches: Same<z.output<typeof AckSchema>, Ack> = true;
 const codesListed: Same<(typeof ERROR_CODES)[number], RealtimeErrorCode> = true;
 void ackMatches;
@@ -170,12 +186,23 @@ export function asyncApiDocument(opts: AsyncApiOptions = {}): Json {
   messages[ackId] = {
     ...messages[ackId],
     title: 'Acknowledgement',
-    summary: 'The argument of the acknowledgement callback: `{ ok: true }` or `{ ok: false, error: { code, message, retryAfter? } }`',
+    summary:
+      'The argument of the acknowledgement callback: `{ ok: true }` (`seq`, `reset` on a `user:notifications` subscribe) or `{ ok: false, error: { code, message, retryAfter? } }`',
   };
   const controlMessages: Record<string, Json> = { [ackId]: ref(`#/components/messages/${ackId}`) };
   const requests: Array<[string, z.ZodType, string, string]> = [
-    ['subscribe', ChannelRequestSchema, 'ChannelRequest', 'Join a channel. Codes: INVALID_CHANNEL, FORBIDDEN, RATE_LIMITED.'],
-    ['unsubscribe', ChannelRequestSchema, 'ChannelRequest', 'Leave a channel. Codes: INVALID_CHANNEL, RATE_LIMITED.'],
+    [
+      'subscribe',
+      SubscribeRequestSchema,
+      'SubscribeRequest',
+      'Join a channel (for `user:notifications`, optionally resuming after `lastSeq`). Codes: INVALID_CHANNEL, FORBIDDEN, RATE_LIMITED, VALIDATION_ERROR.',
+    ],
+    [
+      'unsubscribe',
+      ChannelRequestSchema.omit({ lastSeq: true }),
+      'ChannelRequest',
+      'Leave a channel. Codes: INVALID_CHANNEL, RATE_LIMITED.',
+    ],
     [
       'auth',
       AuthRequestSchema,
