@@ -194,14 +194,14 @@ describe('revocation reaches sockets (docs/decisions.md §10.6)', () => {
     const b = await session(t.app, w);
     const sa = await connect(url, { token: a.accessToken });
     const sb = await connect(url, { token: b.accessToken });
-    expect(await ack(sa, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true });
+    expect(await ack(sa, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true, seq: 0 });
     const revoked = next(sa, 'auth:revoked');
     const gone = next(sa, 'disconnect');
     expect((await end(b.accessToken, a.sid)).statusCode).toBe(204);
     expect(await revoked).toEqual({ code: 'SESSION_REVOKED', message: expect.any(String) });
     expect(await gone).toBe('io server disconnect');
     expect(sb.connected).toBe(true);
-    expect(await ack(sb, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true });
+    expect(await ack(sb, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true, seq: 0 });
   });
 
   it('a handshake or `auth` with a token of an ended session is refused with SESSION_REVOKED', async () => {
