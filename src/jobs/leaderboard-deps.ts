@@ -1,4 +1,4 @@
-import type { JobDeps } from './types.js';
+import type { JobDefinition, JobDeps } from './types.js';
 
 /** What the leaderboard services need from a job run: the database, logging, publishing, the clock and the process's one Data API client (its limiter is shared with on-demand profiles). */
 export function leaderboardDeps(deps: JobDeps) {
@@ -8,5 +8,29 @@ export function leaderboardDeps(deps: JobDeps) {
     publish: deps.publish,
     clock: deps.clock,
     api: deps.venues.data,
+  };
+}
+
+/**
+ * A leaderboard job: runs `work` with the leaderboard deps and, even when it
+ * fails part-way, tells the read caches that the boards changed, so batches
+ * written before a failure are served at once too.
+ */
+export function leaderboardJob(
+  name: string,
+  schedule: string,
+  work: (deps: ReturnType<typeof leaderboardDeps>) => Promise<{ items: number }>,
+): JobDefinition {
+  return {
+    name,
+    schedule,
+    async run(deps) {
+      try {
+        const { items } = await work(leaderboardDeps(deps));
+        return { items };
+      } finally {
+        deps.dataChanged('leaderboard');
+      }
+    },
   };
 }
