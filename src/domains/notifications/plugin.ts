@@ -54,9 +54,18 @@ export const notificationsPlugin = fp<NotificationsOptions>(
     const delivery = createDeliveryState(opts.channels, { redis: app.redisClient, keyPrefix: app.keyPrefix });
     app.decorate('delivery', delivery);
     // docs/decisions.md §13.2: a pause taken with other credentials is lifted when the service starts.
-    const lifted = await liftStalePauses(app.db, opts.channels, app.config);
-    if (lifted.length > 0) app.log.info({ channels: lifted }, 'delivery channels resumed: their credentials changed');
-    app.addHook('onClose', async () => drainDeliveries(delivery));
+    // Not awaited: a database that is down at start must not stop the process from starting (and
+    // answering /health/ready with 503); the pause then stays until the resume route or a restart.
+    const liftAtStart = liftStalePauses(app.db, opts.channels, app.config).then(
+      (lifted) => {
+        if (lifted.length > 0) app.log.info({ channels: lifted }, 'delivery channels resumed: their credentials changed');
+      },
+      (err: unknown) => app.log.warn({ err }, 'delivery channels: stored pauses could not be checked at start'),
+    );
+    app.addHook('onClose', async () => {
+      await liftAtStart;
+      await drainDeliveries(delivery);
+    });
   },
   { name: 'notifications', fastify: '5.x', dependencies: ['infra'] },
 );
