@@ -35,7 +35,8 @@ beforeAll(async () => {
           return {};
         });
         app.get('/api/v1/test/db-conflict', { config: { public: true } }, async () => {
-          await app.dbh.rows(sql`create temp table if not exists t_uq (token text primary key)`);
+          // A plain table (this file has its own database): a temp table lives on one pooled connection only.
+          await app.dbh.rows(sql`create table if not exists t_uq (token text primary key)`);
           await app.dbh.rows(sql`insert into t_uq (token) values (${SECRET}) on conflict do nothing`);
           await app.dbh.rows(sql`insert into t_uq (token) values (${SECRET})`);
           return {};
