@@ -53,25 +53,38 @@ export const notificationDeliveries = pgTable(
   'notification_deliveries',
   {
     id: uuid('id').primaryKey().defaultRandom(),
-    notificationId: uuid('notification_id')
-      .notNull()
-      .references(() => notifications.id, { onDelete: 'cascade' }),
+    // Null on a quiet-hours digest (docs/decisions.md §14.4): it is not stored as a notification.
+    notificationId: uuid('notification_id').references(() => notifications.id, { onDelete: 'cascade' }),
     userId: uuid('user_id'),
     channel: text('channel').notNull(), // 'push' | 'messenger'
     targetKind: text('target_kind'), // 'device' | 'chat'
     target: text('target'), // the Expo push token or the Telegram chat id
-    status: text('status').notNull().default('pending'), // 'pending' | 'sent' | 'failed' | 'skipped'
+    status: text('status').notNull().default('pending'), // 'pending' | 'sent' | 'failed' | 'skipped' (held rows: pending + held_at)
     attempts: integer('attempts').notNull().default(0),
     nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }).notNull().defaultNow(),
     deadlineAt: timestamp('deadline_at', { withTimezone: true }),
     lastError: text('last_error'),
+    /**
+     * docs/decisions.md §14.4: set when the row was held for the user's quiet
+     * hours. A held row stays `pending` but is never claimed (the claim skips
+     * `held_at is not null`); when the window ends the release settles it as
+     * `skipped` (last_error 'quiet hours: sent in a digest', or 'preferences')
+     * and keeps held_at as the record that it was held.
+     */
+    heldAt: timestamp('held_at', { withTimezone: true }),
+    /** A quiet-hours digest row: `{ title, body, count }` (docs/decisions.md §14.4); null on a notification's row. */
+    digest: jsonb('digest').$type<{ title: string; body: string; count: number }>(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
     index('notification_deliveries_due_idx')
       .on(t.nextAttemptAt)
-      .where(sql`${t.status} = 'pending'`),
+      .where(sql`${t.status} = 'pending' and ${t.heldAt} is null`),
+    // The quiet-hours release walks the users with held rows (docs/decisions.md §14.4).
+    index('notification_deliveries_held_idx')
+      .on(t.userId)
+      .where(sql`${t.status} = 'pending' and ${t.heldAt} is not null`),
     // The in-process kick claims by notification id, and deleting a notification cascades here.
     index('notification_deliveries_notification_idx').on(t.notificationId),
     // The prune of settled rows walks this (delivery.ts pruneSettledDeliveries).

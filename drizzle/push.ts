@@ -22,6 +22,10 @@ export const pushPreferences = pgTable('push_preferences', {
     .references(() => users.id, { onDelete: 'cascade' }),
   enabled: boolean('enabled').notNull().default(true),
   types: jsonb('types').$type<Record<string, boolean>>().notNull().default({}),
+  /** docs/decisions.md §14.4: `{ start, end, timezone }` or null (no quiet hours); the zone as the user gave it. */
+  quietHours: jsonb('quiet_hours').$type<{ start: string; end: string; timezone: string } | null>(),
+  /** Notification types sent at once even inside quiet hours. */
+  urgentTypes: jsonb('urgent_types').$type<string[]>().notNull().default([]),
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
 });
 

@@ -3,6 +3,7 @@ import { messengerBindings, pushPreferences } from '../../../drizzle/index.js';
 import { rows } from '../../db/index.js';
 import type { ClaimedDelivery, DeliveryContext, DeliveryResult, NotificationChannel } from '../notifications/types.js';
 import type { FloodControl } from './flood.js';
+import { heldByQuietHours } from '../push/quiet-hours.js';
 import { deleteBindingIfChat, moveBindingChat } from './queries.js';
 import { sendMessage, TelegramApiError } from './telegram.js';
 
@@ -68,6 +69,9 @@ async function outcomeOf(ctx: DeliveryContext, row: ClaimedDelivery, err: unknow
  * - 403, or 400 "chat not found" → unbound and 'skipped';
  * - 400 with `migrate_to_chat_id` → binding moved, resent once at once;
  * - any other 400 → 'failed'; 5xx, network errors, 401/404 → retried.
+ * - inside the user's quiet hours (push_preferences.quiet_hours, the same
+ *   window as push, docs/decisions.md §14.4), a type not in `urgentTypes` →
+ *   held; a digest row goes out as its title and body.
  * `push_preferences.enabled` governs mobile push only: linking the bot is the
  * opt-in for chat delivery and /unlink the opt-out.
  */
@@ -80,17 +84,25 @@ export function createMessengerChannel(flood: FloodControl): NotificationChannel
       if (items.length === 0) return;
       const userIds = [...new Set(items.map((r) => r.userId))];
       const found = await ctx.db
-        .select({ userId: messengerBindings.userId, chatId: messengerBindings.chatId, types: pushPreferences.types })
+        .select({
+          userId: messengerBindings.userId,
+          chatId: messengerBindings.chatId,
+          types: pushPreferences.types,
+          quietHours: pushPreferences.quietHours,
+          urgentTypes: pushPreferences.urgentTypes,
+        })
         .from(messengerBindings)
         .leftJoin(pushPreferences, eq(pushPreferences.userId, messengerBindings.userId))
         .where(inArray(messengerBindings.userId, userIds));
       const byUser = new Map(found.map((b) => [b.userId, b]));
       const early: Array<[ClaimedDelivery, DeliveryResult]> = [];
       const sendable: ClaimedDelivery[] = [];
+      const now = ctx.clock();
       for (const r of items) {
         const b = byUser.get(r.userId);
         if (!b || b.chatId.toString() !== r.target) early.push([r, { status: 'skipped', reason: 'chat unbound' }]);
-        else if (b.types?.[r.notification.type] === false) early.push([r, { status: 'skipped', reason: 'preferences' }]);
+        else if (!r.digest && b.types?.[r.notification.type] === false) early.push([r, { status: 'skipped', reason: 'preferences' }]);
+        else if (!r.digest && heldByQuietHours(b, r.notification.type, now)) early.push([r, { status: 'held' }]);
         else if (!ctx.config.MESSENGER_BOT_TOKEN) early.push([r, { status: 'skipped', reason: 'MESSENGER_BOT_TOKEN is unset' }]);
         else sendable.push(r);
       }

@@ -3,7 +3,7 @@ import { rows, type DbOrTx } from '../../db/index.js';
 import { AppError, notFound } from '../../errors.js';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.js';
 import type { ServiceDeps } from '../../lib/deps.js';
-import { DELIVERY_DEADLINE_MS, kickDelivery, pausedChannels, resumeChannel, type DeliveryState } from './delivery.js';
+import { DELIVERY_DEADLINE_MS, kickDeliveryRows, pausedChannels, resumeChannel, type DeliveryState } from './delivery.js';
 import type { Delivery } from './schemas.js';
 
 /**
@@ -26,7 +26,7 @@ interface CursorValue {
 
 interface LedgerRow {
   id: string;
-  notification_id: string;
+  notification_id: string | null;
   user_id: string;
   channel: Delivery['channel'];
   target_kind: Delivery['target']['kind'];
@@ -34,11 +34,14 @@ interface LedgerRow {
   status: Delivery['status'];
   attempts: number | string;
   last_error: string | null;
+  held_at: string | null;
+  digest: { count: number } | null;
   updated_at: string;
   updated_us: string;
 }
 
-const COLUMNS = sql`id, notification_id, user_id, channel, target_kind, target, status, attempts, last_error,
+const COLUMNS = sql`id, notification_id, user_id, channel, target_kind, target, status, attempts, last_error, digest,
+  to_char(held_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as held_at,
   to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as updated_at,
   to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as updated_us`;
 
@@ -53,6 +56,8 @@ function toDelivery(r: LedgerRow): Delivery {
     attempts: Number(r.attempts),
     lastError: r.last_error,
     updatedAt: r.updated_at,
+    heldAt: r.held_at,
+    digest: r.digest ? { count: Number(r.digest.count) } : null,
   };
 }
 
@@ -116,7 +121,7 @@ export async function retryDelivery(deps: LedgerDeps, id: string): Promise<Deliv
     if (!exists) throw notFound('Delivery');
     throw new AppError(409, 'DELIVERY_NOT_FAILED', `Only failed deliveries can be retried; this one is ${exists.status}`);
   }
-  kickDelivery(deps, [row.notification_id]);
+  kickDeliveryRows(deps, [row.id]);
   return toDelivery(row);
 }
 
@@ -126,15 +131,18 @@ export interface ChannelSummary {
   pausedReason: string | null;
   pending: number;
   failed: number;
+  held: number;
 }
 
-async function countByChannel(db: DbOrTx): Promise<Map<string, { pending: number; failed: number }>> {
-  const found = await rows<{ channel: string; pending: number | string; failed: number | string }>(
+async function countByChannel(db: DbOrTx): Promise<Map<string, { pending: number; held: number; failed: number }>> {
+  const found = await rows<{ channel: string; pending: number | string; held: number | string; failed: number | string }>(
     db,
-    sql`select channel, count(*) filter (where status = 'pending') as pending, count(*) filter (where status = 'failed') as failed
+    sql`select channel, count(*) filter (where status = 'pending') as pending,
+          count(*) filter (where status = 'pending' and held_at is not null) as held,
+          count(*) filter (where status = 'failed') as failed
         from notification_deliveries where status in ('pending', 'failed') group by channel`,
   );
-  return new Map(found.map((r) => [r.channel, { pending: Number(r.pending), failed: Number(r.failed) }]));
+  return new Map(found.map((r) => [r.channel, { pending: Number(r.pending), held: Number(r.held), failed: Number(r.failed) }]));
 }
 
 export async function deliverySummary(deps: LedgerDeps): Promise<{ channels: ChannelSummary[] }> {
@@ -146,6 +154,7 @@ export async function deliverySummary(deps: LedgerDeps): Promise<{ channels: Cha
       pausedReason: paused.get(c.name) ?? null,
       pending: counts.get(c.name)?.pending ?? 0,
       failed: counts.get(c.name)?.failed ?? 0,
+      held: counts.get(c.name)?.held ?? 0,
     })),
   };
 }

@@ -7,6 +7,7 @@ import type { Config } from '../../config.js';
 import type { ServiceDeps } from '../../lib/deps.js';
 import type {
   ClaimedDelivery,
+  QuietDigest,
   DeliveryContext,
   DeliveryResult,
   NotificationChannel,
@@ -68,9 +69,11 @@ export interface DeliveryReport {
   retrying: number;
   failed: number;
   deferred: number;
+  /** Held for the users' quiet hours (docs/decisions.md §14.4). */
+  held: number;
 }
 
-const emptyReport = (): DeliveryReport => ({ claimed: 0, sent: 0, skipped: 0, retrying: 0, failed: 0, deferred: 0 });
+const emptyReport = (): DeliveryReport => ({ claimed: 0, sent: 0, skipped: 0, retrying: 0, failed: 0, deferred: 0, held: 0 });
 
 /**
  * Delay before the next attempt after `attempts` failed ones: "equal jitter"
@@ -175,25 +178,35 @@ export async function liftStalePauses(db: DbOrTx, channels: readonly Notificatio
 
 interface ClaimedRow {
   id: string;
-  notification_id: string;
+  notification_id: string | null;
   user_id: string;
   target: string;
   attempts: number | string;
   last_error: string | null;
   deadline_at: string | Date | null;
+  digest: QuietDigest | null;
+  created_at: string | Date;
 }
 
-async function claimDue(db: DbOrTx, channel: string, now: Date, limit: number, notificationIds?: string[]): Promise<ClaimedRow[]> {
-  const only = notificationIds
-    ? sql`and notification_id in (select (jsonb_array_elements_text(${JSON.stringify(notificationIds)}::jsonb))::uuid)`
-    : sql``;
+/** Which rows a kick claims: those of some notifications, or some rows by id (a digest, a re-queued dead letter). */
+export interface ClaimFilter {
+  notificationIds?: string[];
+  deliveryIds?: string[];
+}
+
+async function claimDue(db: DbOrTx, channel: string, now: Date, limit: number, filter: ClaimFilter = {}): Promise<ClaimedRow[]> {
+  const only = filter.notificationIds
+    ? sql`and notification_id in (select (jsonb_array_elements_text(${JSON.stringify(filter.notificationIds)}::jsonb))::uuid)`
+    : filter.deliveryIds
+      ? sql`and id in (select (jsonb_array_elements_text(${JSON.stringify(filter.deliveryIds)}::jsonb))::uuid)`
+      : sql``;
   const leaseUntil = new Date(now.getTime() + LEASE_MS).toISOString();
   return rows<ClaimedRow>(
     db,
     sql`
     with due as (
       select id from notification_deliveries
-      where status = 'pending' and next_attempt_at <= ${now.toISOString()}::timestamptz and channel = ${channel} ${only}
+      where status = 'pending' and held_at is null and next_attempt_at <= ${now.toISOString()}::timestamptz and channel = ${channel} ${only}
       order by next_attempt_at
       limit ${limit}
       for update skip locked
@@ -202,7 +215,7 @@ async function claimDue(db: DbOrTx, channel: string, now: Date, limit: number, n
     set next_attempt_at = ${leaseUntil}::timestamptz
     from due
     where d.id = due.id
-    returning d.id, d.notification_id, d.user_id, d.target, d.attempts, d.last_error, d.deadline_at`,
+    returning d.id, d.notification_id, d.user_id, d.target, d.attempts, d.last_error, d.deadline_at, d.digest, d.created_at`,
   );
 }
 
@@ -213,6 +226,8 @@ interface RowUpdate {
   next: string | null;
   err: string | null;
   target: string | null;
+  /** docs/decisions.md §14.4: the row is held for quiet hours (held_at = now). */
+  held?: boolean;
 }
 
 const clip = (s: string) => s.slice(0, 500);
@@ -276,6 +291,10 @@ async function settleResults(
         updates.push({ id: row.id, status: 'pending', inc: 0, next: r.until.toISOString(), err: row.lastError, target: null });
         report.deferred++;
         break;
+      case 'held':
+        updates.push({ id: row.id, status: 'pending', inc: 0, next: at, err: row.lastError, target: null, held: true });
+        report.held++;
+        break;
       case 'paused':
         pause = r.reason;
         updates.push({ id: row.id, status: 'pending', inc: 0, next: at, err: clip(r.reason), target: null });
@@ -301,8 +320,9 @@ async function settleResults(
     sql`
     update notification_deliveries d
     set status = v.status, attempts = d.attempts + v.inc, next_attempt_at = coalesce(v.next, d.next_attempt_at),
-        last_error = v.err, target = coalesce(v.target, d.target), updated_at = ${at}::timestamptz
-    from jsonb_to_recordset(${JSON.stringify(updates)}::jsonb) as v(id uuid, status text, inc int, next timestamptz, err text, target text)
+        last_error = v.err, target = coalesce(v.target, d.target), updated_at = ${at}::timestamptz,
+        held_at = case when v.held then ${at}::timestamptz else d.held_at end
+    from jsonb_to_recordset(${JSON.stringify(updates)}::jsonb) as v(id uuid, status text, inc int, next timestamptz, err text, target text, held boolean)
     where d.id = v.id and d.status = 'pending'`,
   );
   if (holds.length > 0) {
@@ -321,13 +341,13 @@ async function processChannel(
   deps: DeliveryWorkerDeps,
   channel: NotificationChannel,
   report: DeliveryReport,
-  opts: { notificationIds?: string[]; limit?: number },
+  opts: ClaimFilter & { limit?: number },
 ): Promise<number> {
-  const claimed = await claimDue(deps.db, channel.name, deps.clock(), opts.limit ?? CLAIM_BATCH, opts.notificationIds);
+  const claimed = await claimDue(deps.db, channel.name, deps.clock(), opts.limit ?? CLAIM_BATCH, opts);
   report.claimed += claimed.length;
   if (claimed.length === 0) return 0;
-  const ids = [...new Set(claimed.map((c) => c.notification_id))];
-  const found = await deps.db.select().from(notifications).where(inArray(notifications.id, ids));
+  const ids = [...new Set(claimed.flatMap((c) => (c.notification_id ? [c.notification_id] : [])))];
+  const found = ids.length > 0 ? await deps.db.select().from(notifications).where(inArray(notifications.id, ids)) : [];
   const byId = new Map<string, StoredNotification>(
     found.map((r) => [r.id, { ...r, type: r.type as NotificationType, data: r.data ?? {} }]),
   );
@@ -336,7 +356,30 @@ async function processChannel(
   const gone: Array<[ClaimedDelivery, DeliveryResult]> = [];
   for (const c of claimed) {
     if (c.deadline_at) deadlines.set(c.id, new Date(c.deadline_at).getTime());
-    const notification = byId.get(c.notification_id);
+    if (c.digest) {
+      // A quiet-hours digest (docs/decisions.md §14.4): no stored notification behind it.
+      const digest = c.digest;
+      work.push({
+        id: c.id,
+        notification: {
+          id: c.id,
+          userId: c.user_id,
+          type: 'quiet_hours_digest' as NotificationType,
+          title: digest.title,
+          message: digest.body,
+          read: false,
+          data: {},
+          createdAt: new Date(c.created_at),
+        },
+        digest,
+        userId: c.user_id,
+        target: c.target,
+        attempts: Number(c.attempts),
+        lastError: c.last_error,
+      });
+      continue;
+    }
+    const notification = c.notification_id ? byId.get(c.notification_id) : undefined;
     const row: ClaimedDelivery = {
       id: c.id,
       notification: notification ?? ({ createdAt: new Date(0) } as StoredNotification),
@@ -378,7 +421,7 @@ async function processChannel(
  */
 export async function processDueDeliveries(
   deps: DeliveryWorkerDeps,
-  opts: { notificationIds?: string[]; limit?: number } = {},
+  opts: ClaimFilter & { limit?: number } = {},
 ): Promise<DeliveryReport & { full: boolean }> {
   const report = emptyReport();
   const paused = await pausedChannels(deps.db);
@@ -486,9 +529,23 @@ export async function sweepDeliveries(deps: ServiceDeps & { delivery: DeliverySt
  */
 export function kickDelivery(deps: ServiceDeps & { delivery: DeliveryState }, notificationIds: string[]): void {
   if (notificationIds.length === 0) return;
+  kickInBackground(deps, () => processDueDeliveries(deps, { notificationIds }));
+}
+
+/** The same for some ledger rows by id (a re-queued digest, a just-written one). */
+export function kickDeliveryRows(deps: ServiceDeps & { delivery: DeliveryState }, deliveryIds: string[]): void {
+  if (deliveryIds.length === 0) return;
+  kickInBackground(deps, () => processDueDeliveries(deps, { deliveryIds }));
+}
+
+/**
+ * Runs `work` after the current tick without the caller waiting, tracked in
+ * the app's in-flight set (the app's close and drainDeliveries wait for it).
+ */
+export function kickInBackground(deps: Pick<ServiceDeps, 'log'> & { delivery: DeliveryState }, work: () => Promise<unknown>): void {
   const { inflight } = deps.delivery;
   const p: Promise<unknown> = new Promise((resolve) => setImmediate(resolve))
-    .then(() => processDueDeliveries(deps, { notificationIds }))
+    .then(work)
     .catch((err) => deps.log.warn({ err }, 'notification delivery kick failed; the periodic run retries'));
   inflight.add(p);
   p.finally(() => inflight.delete(p)).catch(() => {});

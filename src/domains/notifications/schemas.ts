@@ -45,17 +45,32 @@ export const DELIVERY_CHANNELS = ['push', 'messenger'] as const;
 export const DeliverySchema = z
   .object({
     id: z.string(),
-    notificationId: z.string(),
+    notificationId: z.string().nullable().meta({
+      description: 'null on a quiet-hours digest (docs/decisions.md §14.4), which is not stored as a notification: see `digest`',
+    }),
     userId: z.string(),
     channel: z.enum(DELIVERY_CHANNELS),
     target: z.object({
       kind: z.enum(['device', 'chat']),
       id: z.string().meta({ description: 'The Expo push token or the Telegram chat id' }),
     }),
-    status: z.enum(DELIVERY_STATUSES),
+    status: z.enum(DELIVERY_STATUSES).meta({
+      description:
+        "`pending` includes rows held for the user's quiet hours (`heldAt` set): they are not attempted until the window ends. " +
+        'Then the release settles them as `skipped` with `lastError` "quiet hours: sent in a digest" (their content went out in ' +
+        'the digest row) or "preferences" (the type or push was turned off meanwhile), and writes one digest row per device or chat',
+    }),
     attempts: z.number().int().meta({ description: 'Provider attempts so far (a rate-limit wait is not one)' }),
     lastError: z.string().nullable(),
     updatedAt: z.string().meta({ description: 'ISO 8601' }),
+    heldAt: z.string().nullable().meta({
+      description:
+        'ISO 8601: when the row was held for quiet hours (docs/decisions.md §14.4); kept after it is settled; null if never held',
+    }),
+    digest: z
+      .object({ count: z.number().int().min(1).meta({ description: 'Held notifications this digest stands for' }) })
+      .nullable()
+      .meta({ description: "Set on a quiet-hours digest row (its `notificationId` is null); null on a notification's row" }),
   })
   .meta({ id: 'Delivery' });
 export type Delivery = z.infer<typeof DeliverySchema>;
@@ -78,8 +93,9 @@ export const DeliveryChannelSummarySchema = z
     channel: z.enum(DELIVERY_CHANNELS),
     paused: z.boolean(),
     pausedReason: z.string().nullable().meta({ description: 'e.g. `InvalidCredentials`; null when not paused' }),
-    pending: z.number().int(),
+    pending: z.number().int().meta({ description: 'Pending rows, held ones included' }),
     failed: z.number().int(),
+    held: z.number().int().meta({ description: "Pending rows held for their users' quiet hours (docs/decisions.md §14.4)" }),
   })
   .meta({ id: 'DeliveryChannelSummary' });
 

@@ -85,10 +85,23 @@ export type StoredNotification = Omit<Notification, 'createdAt'> & { userId: str
 /** Where a ledger row goes: a device (push token) or a chat (Telegram chat id). */
 export type DeliveryTargetKind = 'device' | 'chat';
 
-/** A claimed ledger row with its notification (docs/decisions.md §13.1). */
+/** What a quiet-hours digest row sends (docs/decisions.md §14.4): it stands for `count` held notifications. */
+export interface QuietDigest {
+  title: string;
+  body: string;
+  count: number;
+}
+
+/**
+ * A claimed ledger row with its notification (docs/decisions.md §13.1). A
+ * quiet-hours digest row has no notification: `digest` is set and
+ * `notification` only carries the digest's title and body (its `type` is not
+ * a notification type), so channels check `digest` first.
+ */
 export interface ClaimedDelivery {
   id: string;
   notification: StoredNotification;
+  digest?: QuietDigest;
   userId: string;
   /** The device token or the chat id, as stored. */
   target: string;
@@ -108,7 +121,10 @@ export interface ClaimedDelivery {
  *   other pending rows now go to `target`, resent at once;
  * - `defer`: not attempted (a rate limit): pending again at `until`, no attempt counted;
  * - `paused`: the channel's credentials were refused: the channel pauses
- *   (stored) and the row waits as `pending`, no attempt counted.
+ *   (stored) and the row waits as `pending`, no attempt counted;
+ * - `held`: inside the user's quiet hours (docs/decisions.md §14.4): the row
+ *   stays `pending` with `held_at` set, is not claimed again, and is settled
+ *   by the release into a digest; no attempt counted.
  */
 export type DeliveryResult =
   | { status: 'sent' }
@@ -117,7 +133,8 @@ export type DeliveryResult =
   | { status: 'retry'; error: string; notBefore?: Date; holdTarget?: boolean }
   | { status: 'retarget'; target: string; error: string }
   | { status: 'defer'; until: Date }
-  | { status: 'paused'; reason: string };
+  | { status: 'paused'; reason: string }
+  | { status: 'held' };
 
 /** What a channel's deliver() gets besides the usual service deps. */
 export interface DeliveryContext extends ServiceDeps {

@@ -7,6 +7,8 @@ import {
   UnregisterDeviceBodySchema,
   UpdatePushPreferencesBodySchema,
 } from './schemas.js';
+import { kickInBackground, processDueDeliveries } from '../notifications/delivery.js';
+import { releaseHeldDeliveries } from './quiet-hours.js';
 import { getPreferences, registerDevice, unregisterDevice, updatePreferences } from './service.js';
 
 /**
@@ -62,7 +64,9 @@ export const pushRoutes: FastifyPluginAsyncZod = async (app) => {
         operationId: 'getPushPreferences',
         tags: ['push'],
         summary: "The caller's push preferences",
-        description: 'All five notification types are listed; anything never set is true.',
+        description:
+          'All five notification types are listed; anything never set is true. `quietHours` is null and `urgentTypes` empty ' +
+          'until set (docs/decisions.md §14.4).',
         response: { 200: PushPreferencesSchema, ...problemResponses(401) },
       },
     },
@@ -77,11 +81,28 @@ export const pushRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['push'],
         summary: 'Update push preferences (merged)',
         description:
-          'Merged into the stored preferences: `enabled` when given, and only the types named in `types` (the others keep their value). An unknown type is 400. Answers the full preferences.',
+          'Merged into the stored preferences: `enabled` when given, and only the types named in `types` (the others keep their value); ' +
+          '`quietHours` and `urgentTypes` replace the stored value when given (`quietHours: null` removes the window). An unknown type, ' +
+          'a time that is not HH:MM (00:00–23:59), `start` equal to `end`, or a time zone that is not an IANA zone is 400. ' +
+          'Answers the full preferences. When the change leaves the caller outside quiet hours, deliveries held so far go out ' +
+          'at once as one digest per device and chat (docs/decisions.md §14.4; otherwise the next delivery-sweep run, within 15 s).',
         body: UpdatePushPreferencesBodySchema,
         response: { 200: PushPreferencesSchema, ...problemResponses(400, 401) },
       },
     },
-    async (request) => updatePreferences(deps, request.user.id, request.body),
+    async (request) => {
+      const prefs = await updatePreferences(deps, request.user.id, request.body);
+      if (request.body.quietHours !== undefined || request.body.enabled !== undefined || request.body.types !== undefined) {
+        // docs/decisions.md §14.4: a window changed so that now is outside it releases what it held, without waiting
+        // for the sweep (which does the same within 15 s if this kick fails).
+        const userId = request.user.id;
+        const kickDeps = { db: app.db, config: app.config, log: app.log, clock: app.clock, delivery: app.delivery };
+        kickInBackground(kickDeps, async () => {
+          const { digests } = await releaseHeldDeliveries(kickDeps, { userIds: [userId] });
+          if (digests.length > 0) await processDueDeliveries(kickDeps, { deliveryIds: digests });
+        });
+      }
+      return prefs;
+    },
   );
 };

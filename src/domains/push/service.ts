@@ -7,6 +7,7 @@ import { UpstreamError } from '../../lib/http.js';
 import type { RequestGate } from '../../lib/request-gate.js';
 import { NOTIFICATION_TYPES, type ClaimedDelivery, type DeliveryContext, type DeliveryResult } from '../notifications/types.js';
 import { chunk, EXPO_RECEIPT_BATCH, EXPO_SEND_BATCH, getExpoReceipts, sendExpoBatch, type ExpoMessage, type ExpoTicket } from './expo.js';
+import { heldByQuietHours, type QuietHours } from './quiet-hours.js';
 import type { PushPreferences, UpdatePushPreferences } from './schemas.js';
 
 /**
@@ -37,9 +38,23 @@ export async function unregisterDevice(deps: { db: DbOrTx }, userId: string, tok
   return rows.length > 0;
 }
 
-function fullPreferences(row: { enabled: boolean; types: Record<string, boolean> } | undefined): PushPreferences {
+type PreferencesRow = {
+  enabled: boolean;
+  types: Record<string, boolean>;
+  quietHours?: QuietHours | null;
+  urgentTypes?: string[] | null;
+};
+
+export function fullPreferences(row: PreferencesRow | undefined): PushPreferences {
   const types = Object.fromEntries(NOTIFICATION_TYPES.map((t) => [t, row?.types?.[t] !== false])) as PushPreferences['types'];
-  return { enabled: row?.enabled ?? true, types };
+  const urgent = new Set(row?.urgentTypes ?? []);
+  return {
+    enabled: row?.enabled ?? true,
+    types,
+    quietHours: row?.quietHours ? { start: row.quietHours.start, end: row.quietHours.end, timezone: row.quietHours.timezone } : null,
+    // In the order of NOTIFICATION_TYPES, known types only.
+    urgentTypes: NOTIFICATION_TYPES.filter((t) => urgent.has(t)),
+  };
 }
 
 export async function getPreferences(deps: { db: DbOrTx }, userId: string): Promise<PushPreferences> {
@@ -58,14 +73,28 @@ export async function updatePreferences(
 ): Promise<PushPreferences> {
   const now = deps.clock();
   const types = Object.fromEntries(Object.entries(patch.types ?? {}).filter(([, v]) => v !== undefined)) as Record<string, boolean>;
+  // docs/decisions.md §14.4: quietHours and urgentTypes replace the stored value when given, else keep it.
+  const urgentTypes = patch.urgentTypes === undefined ? undefined : [...new Set(patch.urgentTypes)];
   const [row] = await deps.db
     .insert(pushPreferences)
-    .values({ userId, enabled: patch.enabled ?? true, types, updatedAt: now })
+    .values({
+      userId,
+      enabled: patch.enabled ?? true,
+      types,
+      quietHours: patch.quietHours ?? null,
+      urgentTypes: urgentTypes ?? [],
+      updatedAt: now,
+    })
     .onConflictDoUpdate({
       target: pushPreferences.userId,
       set: {
         enabled: patch.enabled === undefined ? sql`${pushPreferences.enabled}` : patch.enabled,
         types: sql`${pushPreferences.types} || ${JSON.stringify(types)}::jsonb`,
+        quietHours:
+          patch.quietHours === undefined
+            ? sql`${pushPreferences.quietHours}`
+            : sql`${patch.quietHours === null ? null : JSON.stringify(patch.quietHours)}::jsonb`,
+        urgentTypes: urgentTypes === undefined ? sql`${pushPreferences.urgentTypes}` : sql`${JSON.stringify(urgentTypes)}::jsonb`,
         updatedAt: now,
       },
     })
@@ -123,10 +152,15 @@ export async function deliverPushRows(
   const owner = new Map(deviceRows.map((d) => [d.token, d.userId]));
   const early: Settled = [];
   const sendable: ClaimedDelivery[] = [];
+  const asOf = ctx.clock();
   for (const r of items) {
     const p = prefs.get(r.userId) ?? fullPreferences(undefined);
     if (owner.get(r.target) !== r.userId) early.push([r, { status: 'skipped', reason: 'device unregistered' }]);
-    else if (!p.enabled || !p.types[r.notification.type]) early.push([r, { status: 'skipped', reason: 'preferences' }]);
+    else if (!p.enabled) early.push([r, { status: 'skipped', reason: 'preferences' }]);
+    // A quiet-hours digest (docs/decisions.md §14.4): only the master switch applies to it.
+    else if (r.digest) sendable.push(r);
+    else if (!p.types[r.notification.type]) early.push([r, { status: 'skipped', reason: 'preferences' }]);
+    else if (heldByQuietHours(p, r.notification.type, asOf)) early.push([r, { status: 'held' }]);
     else sendable.push(r);
   }
   await ctx.settle(early);
@@ -136,14 +170,25 @@ export async function deliverPushRows(
       await ctx.settle(batch.map((r) => [r, { status: 'paused', reason: opts.pausedBy.reason! }]));
       return;
     }
-    const messages: ExpoMessage[] = batch.map((r) => ({
-      to: r.target,
-      title: r.notification.title,
-      body: r.notification.message,
-      data: { ...r.notification.data, notificationId: r.notification.id, type: r.notification.type },
-      sound: 'default',
-      priority: 'high',
-    }));
+    const messages: ExpoMessage[] = batch.map((r) =>
+      r.digest
+        ? {
+            to: r.target,
+            title: r.digest.title,
+            body: r.digest.body,
+            data: { type: 'quiet_hours_digest', count: r.digest.count },
+            sound: 'default',
+            priority: 'high',
+          }
+        : {
+            to: r.target,
+            title: r.notification.title,
+            body: r.notification.message,
+            data: { ...r.notification.data, notificationId: r.notification.id, type: r.notification.type },
+            sound: 'default',
+            priority: 'high',
+          },
+    );
     let tickets: ExpoTicket[];
     try {
       tickets = await sendExpoBatch(ctx.config, messages, { timeoutMs: opts.timeoutMs });
