@@ -58,7 +58,10 @@ describe('GET /api/v1/internal/deliveries', () => {
       'attempts',
       'lastError',
       'updatedAt',
+      'heldAt',
+      'digest',
     ]);
+    expect(first).toMatchObject({ heldAt: null, digest: null });
     expect(first).toMatchObject({ notificationId: notification.id, userId: user.id, channel: 'push', status: 'failed', attempts: 1 });
     expect(first.target.kind).toBe('device');
     expect(tokens).toContain(first.target.id);
@@ -133,7 +136,7 @@ describe('GET /api/v1/internal/deliveries/summary and POST …/resume', () => {
     expect(res.statusCode).toBe(200);
     const { channels } = res.json();
     expect(channels.map((c: { channel: string }) => c.channel)).toEqual(['push', 'messenger']);
-    for (const c of channels) expect(Object.keys(c)).toEqual(['channel', 'paused', 'pausedReason', 'pending', 'failed']);
+    for (const c of channels) expect(Object.keys(c)).toEqual(['channel', 'paused', 'pausedReason', 'pending', 'failed', 'held']);
     expect(channels[0].failed).toBeGreaterThanOrEqual(1);
     expect(channels[0]).toMatchObject({ paused: false, pausedReason: null });
     expectProblemShape(await post('/api/v1/internal/deliveries/resume', { channel: 'fax' }), 400, 'VALIDATION_ERROR');

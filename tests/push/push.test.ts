@@ -112,26 +112,28 @@ describe('push preferences', () => {
   const put = (auth: Record<string, string>, payload: unknown) =>
     t.app.inject({ method: 'PUT', url: '/api/v1/push/preferences', headers: auth, payload: payload as object });
   const allTrue = Object.fromEntries(NOTIFICATION_TYPES.map((k) => [k, true]));
+  // docs/decisions.md §14.4: no quiet hours and no urgent types until set.
+  const quiet = { quietHours: null, urgentTypes: [] };
 
   it('default: enabled and all five types true', async () => {
     const u = await createUser(t.app);
     const res = await get(u.auth);
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ enabled: true, types: allTrue });
+    expect(res.json()).toEqual({ enabled: true, types: allTrue, ...quiet });
   });
 
   it('PUT merges: types not named keep their value; answers the full preferences', async () => {
     const u = await createUser(t.app);
     let res = await put(u.auth, { types: { order_filled: false } });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ enabled: true, types: { ...allTrue, order_filled: false } });
+    expect(res.json()).toEqual({ enabled: true, types: { ...allTrue, order_filled: false }, ...quiet });
     res = await put(u.auth, { types: { mission_completed: false } });
-    expect(res.json()).toEqual({ enabled: true, types: { ...allTrue, order_filled: false, mission_completed: false } });
+    expect(res.json()).toEqual({ enabled: true, types: { ...allTrue, order_filled: false, mission_completed: false }, ...quiet });
     res = await put(u.auth, { enabled: false });
-    expect(res.json()).toEqual({ enabled: false, types: { ...allTrue, order_filled: false, mission_completed: false } });
+    expect(res.json()).toEqual({ enabled: false, types: { ...allTrue, order_filled: false, mission_completed: false }, ...quiet });
     res = await put(u.auth, { enabled: true, types: { order_filled: true } });
-    expect(res.json()).toEqual({ enabled: true, types: { ...allTrue, mission_completed: false } });
-    expect((await get(u.auth)).json()).toEqual({ enabled: true, types: { ...allTrue, mission_completed: false } });
+    expect(res.json()).toEqual({ enabled: true, types: { ...allTrue, mission_completed: false }, ...quiet });
+    expect((await get(u.auth)).json()).toEqual({ enabled: true, types: { ...allTrue, mission_completed: false }, ...quiet });
   });
 
   it('unknown type keys and wrong value types → 400, nothing stored', async () => {
@@ -145,7 +147,7 @@ describe('push preferences', () => {
     ]) {
       expectProblemShape(await put(u.auth, bad), 400, 'VALIDATION_ERROR');
     }
-    expect((await get(u.auth)).json()).toEqual({ enabled: true, types: allTrue });
+    expect((await get(u.auth)).json()).toEqual({ enabled: true, types: allTrue, ...quiet });
   });
 
   it('are honoured per type and globally by push delivery', async () => {
