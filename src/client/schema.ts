@@ -653,12 +653,12 @@ export interface paths {
         };
         /**
          * The caller's push preferences
-         * @description All five notification types are listed; anything never set is true.
+         * @description All five notification types are listed; anything never set is true. `quietHours` is null and `urgentTypes` empty until set (docs/decisions.md §14.4).
          */
         get: operations["getPushPreferences"];
         /**
          * Update push preferences (merged)
-         * @description Merged into the stored preferences: `enabled` when given, and only the types named in `types` (the others keep their value). An unknown type is 400. Answers the full preferences.
+         * @description Merged into the stored preferences: `enabled` when given, and only the types named in `types` (the others keep their value); `quietHours` and `urgentTypes` replace the stored value when given (`quietHours: null` removes the window). An unknown type, a time that is not HH:MM (00:00–23:59), `start` equal to `end`, or a time zone that is not an IANA zone is 400. Answers the full preferences. When the change leaves the caller outside quiet hours, deliveries held so far go out at once as one digest per device and chat (docs/decisions.md §14.4; otherwise the next delivery-sweep run, within 15 s).
          */
         put: operations["updatePushPreferences"];
         post?: never;
@@ -790,10 +790,24 @@ export interface components {
             attempts: number;
             /** @enum {string} */
             channel: "push" | "messenger";
+            /** @description Set on a quiet-hours digest row (its `notificationId` is null); null on a notification's row */
+            digest: {
+                /**
+                 * Format: int64
+                 * @description Held notifications this digest stands for
+                 */
+                count: number;
+            } | null;
+            /** @description ISO 8601: when the row was held for quiet hours (docs/decisions.md §14.4); kept after it is settled; null if never held */
+            heldAt: string | null;
             id: string;
             lastError: string | null;
-            notificationId: string;
-            /** @enum {string} */
+            /** @description null on a quiet-hours digest (docs/decisions.md §14.4), which is not stored as a notification: see `digest` */
+            notificationId: string | null;
+            /**
+             * @description `pending` includes rows held for the user's quiet hours (`heldAt` set): they are not attempted until the window ends. Then the release settles them as `skipped` with `lastError` "quiet hours: sent in a digest" (their content went out in the digest row) or "preferences" (the type or push was turned off meanwhile), and writes one digest row per device or chat
+             * @enum {string}
+             */
             status: "pending" | "sent" | "skipped" | "failed";
             target: {
                 /** @description The Expo push token or the Telegram chat id */
@@ -810,10 +824,18 @@ export interface components {
             channel: "push" | "messenger";
             /** Format: int64 */
             failed: number;
+            /**
+             * Format: int64
+             * @description Pending rows held for their users' quiet hours (docs/decisions.md §14.4)
+             */
+            held: number;
             paused: boolean;
             /** @description e.g. `InvalidCredentials`; null when not paused */
             pausedReason: string | null;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Pending rows, held ones included
+             */
             pending: number;
         };
         EventChart: {
@@ -1157,6 +1179,8 @@ export interface components {
         PushPreferences: {
             /** @description Master switch for push */
             enabled: boolean;
+            /** @description null (the default): no quiet hours */
+            quietHours: components["schemas"]["QuietHours"] | null;
             /** @description Per notification type; all default true */
             types: {
                 copy_trade_executed: boolean;
@@ -1165,6 +1189,26 @@ export interface components {
                 position_resolved: boolean;
                 price_alert_triggered: boolean;
             };
+            /** @description Types delivered at once even inside quiet hours (default `[]`); not counted in the digest */
+            urgentTypes: ("order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed")[];
+        };
+        /** @description While the local time in `timezone` is in [`start`, `end`) — a window may cross midnight, e.g. 22:00–07:00 — push and Telegram deliveries of types not in `urgentTypes` are held; when the window ends they go out within 60 s as one digest per device and chat (docs/decisions.md §14.4). In-app notifications and the live stream are unaffected. */
+        QuietHours: {
+            /**
+             * @description End (exclusive), local wall time `HH:MM` (00:00–23:59)
+             * @example 07:00
+             */
+            end: string;
+            /**
+             * @description Start, local wall time `HH:MM` (00:00–23:59)
+             * @example 22:00
+             */
+            start: string;
+            /**
+             * @description IANA time zone, stored as given
+             * @example Europe/Berlin
+             */
+            timezone: string;
         };
         TraderHistory: {
             changes: {
@@ -3795,6 +3839,24 @@ export interface operations {
             content: {
                 "application/json": {
                     enabled?: boolean;
+                    /** @description Replaces the stored window; null removes it (held deliveries are then released within 60 s) */
+                    quietHours?: {
+                        /**
+                         * @description End (exclusive), local wall time `HH:MM` (00:00–23:59)
+                         * @example 07:00
+                         */
+                        end: string;
+                        /**
+                         * @description Start, local wall time `HH:MM` (00:00–23:59)
+                         * @example 22:00
+                         */
+                        start: string;
+                        /**
+                         * @description IANA time zone, stored as given
+                         * @example Europe/Berlin
+                         */
+                        timezone: string;
+                    } | null;
                     types?: {
                         copy_trade_executed?: boolean;
                         mission_completed?: boolean;
@@ -3802,6 +3864,8 @@ export interface operations {
                         position_resolved?: boolean;
                         price_alert_triggered?: boolean;
                     };
+                    /** @description Replaces the stored list (duplicates are dropped); an unknown type is 400 */
+                    urgentTypes?: ("order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed")[];
                 };
             };
         };

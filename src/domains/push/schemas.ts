@@ -27,6 +27,7 @@ const typeFlags = Object.fromEntries(NOTIFICATION_TYPES.map((t) => [t, z.boolean
 const hhmm = (what: string) =>
   z
     .string()
+    .max(5)
     .regex(HHMM, 'must be HH:MM, 00:00–23:59')
     .meta({ description: `${what}, local wall time \`HH:MM\` (00:00–23:59)`, example: what === 'Start' ? '22:00' : '07:00' });
 
@@ -39,6 +40,7 @@ export const QuietHoursSchema = z
       .string()
       .min(1)
       .max(64)
+      .regex(/^[A-Za-z][A-Za-z0-9_+\-/]*$/, 'must be an IANA time zone, e.g. Europe/Berlin')
       .refine(isTimeZone, 'must be an IANA time zone, e.g. Europe/Berlin')
       .meta({ description: 'IANA time zone, stored as given', example: 'Europe/Berlin' }),
   })
