@@ -192,11 +192,15 @@ describe('holding and releasing', () => {
     const summary = (await t.app.inject({ method: 'GET', url: '/api/v1/internal/deliveries/summary', headers: internal })).json();
     for (const c of summary.channels) expect(c.held).toBeGreaterThanOrEqual(4);
 
-    // Still inside: the sweep releases nothing.
+    // Still inside: the sweep releases nothing and does not even claim the held rows again.
     now = new Date('2026-01-16T11:59:30Z'); // 06:59:30
     await sweep();
     expect(pushTo(u.token)).toHaveLength(0);
     expect(chatTo(u.chatId)).toHaveLength(0);
+    const stillHeld = await rowsOf(u.id);
+    expect(stillHeld.map((r) => [r.id, r.status, r.heldAt?.toISOString(), r.updatedAt.toISOString()]).sort()).toEqual(
+      held.map((r) => [r.id, r.status, r.heldAt?.toISOString(), r.updatedAt.toISOString()]).sort(),
+    );
 
     now = new Date('2026-01-16T12:00:10Z'); // 07:00:10: the window is over
     await sweep();

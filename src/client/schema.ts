@@ -301,7 +301,7 @@ export interface paths {
         };
         /**
          * Delivery ledger rows by status (dead letters by default)
-         * @description One row per (notification, channel, device or chat). `status` defaults to `failed` (the dead letters); newest `updatedAt` first; `nextCursor` pages on (a cursor is only valid for the status it was issued for).
+         * @description One row per (notification, channel, device or chat). `status` defaults to `failed` (the dead letters); newest `updatedAt` first; `nextCursor` pages on (a cursor is only valid for the status it was issued for). Quiet hours (docs/decisions.md §14.4) add no status: a row held for the user's quiet hours is `pending` with `heldAt` set and is not attempted; when the window ends it becomes `skipped` (`lastError` "quiet hours: sent in a digest", or "preferences") and a digest row (`notificationId` null, `digest.count` set) is written per device or chat and delivered like any other row.
          */
         get: operations["listDeliveries"];
         put?: never;
@@ -361,7 +361,7 @@ export interface paths {
         };
         /**
          * Per channel: paused or not (and why), pending and failed rows
-         * @description Per channel: paused or not (and why), pending and failed rows
+         * @description `held` counts the pending rows held for quiet hours (docs/decisions.md §14.4); they are included in `pending`.
          */
         get: operations["getDeliverySummary"];
         put?: never;

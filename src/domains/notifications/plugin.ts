@@ -187,7 +187,10 @@ export const internalDeliveryRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['internal'],
         summary: 'Delivery ledger rows by status (dead letters by default)',
         description:
-          'One row per (notification, channel, device or chat). `status` defaults to `failed` (the dead letters); newest `updatedAt` first; `nextCursor` pages on (a cursor is only valid for the status it was issued for).',
+          'One row per (notification, channel, device or chat). `status` defaults to `failed` (the dead letters); newest `updatedAt` first; `nextCursor` pages on (a cursor is only valid for the status it was issued for). ' +
+          "Quiet hours (docs/decisions.md §14.4) add no status: a row held for the user's quiet hours is `pending` with `heldAt` set and is not attempted; " +
+          'when the window ends it becomes `skipped` (`lastError` "quiet hours: sent in a digest", or "preferences") and a digest row ' +
+          '(`notificationId` null, `digest.count` set) is written per device or chat and delivered like any other row.',
         querystring: ListDeliveriesQuerySchema,
         response: { 200: DeliveryListSchema, ...problemResponses(400, 401) },
       },
@@ -203,6 +206,7 @@ export const internalDeliveryRoutes: FastifyPluginAsyncZod = async (app) => {
         operationId: 'getDeliverySummary',
         tags: ['internal'],
         summary: 'Per channel: paused or not (and why), pending and failed rows',
+        description: '`held` counts the pending rows held for quiet hours (docs/decisions.md §14.4); they are included in `pending`.',
         response: { 200: DeliverySummarySchema, ...problemResponses(401) },
       },
     },

@@ -82,8 +82,8 @@ export function heldByQuietHours(
   return insideQuietHours(prefs.quietHours, now);
 }
 
-/** docs/decisions.md §14.4: the digest's title. */
-export const digestTitle = (count: number) => `${count} notifications while quiet hours were on`;
+/** docs/decisions.md §14.4: the digest's title is "N" and this. */
+const DIGEST_TITLE_TAIL = ' notifications while quiet hours were on';
 
 /** The settled reason of a held row that went out in a digest (the row is `skipped`, its content in the digest row). */
 export const DIGEST_REASON = 'quiet hours: sent in a digest';
@@ -169,7 +169,7 @@ export async function releaseHeldDeliveries(
           insert into notification_deliveries
             (notification_id, user_id, channel, target_kind, target, digest, next_attempt_at, deadline_at, created_at, updated_at)
           select null, user_id, channel, target_kind, target,
-                 jsonb_build_object('title', n::text || ' notifications while quiet hours were on', 'body', body, 'count', n),
+                 jsonb_build_object('title', n::text || ${DIGEST_TITLE_TAIL}::text, 'body', body, 'count', n),
                  ${at}::timestamptz, ${deadline}::timestamptz, ${at}::timestamptz, ${at}::timestamptz
           from grouped
           returning id
