@@ -7,7 +7,10 @@ import { createDb, type DbHandle } from '../db/index.js';
 export class UsageError extends Error {}
 
 /** Strict `node:util` parseArgs whose errors are usage errors. */
-export function parseCli<O extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: O) {
+export function parseCli<O extends NonNullable<ParseArgsConfig['options']>>(
+  argv: string[],
+  options: O,
+): ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: true; strict: true; options: O }>> {
   try {
     return parseArgs({ args: argv, allowPositionals: true, strict: true, options });
   } catch (err) {

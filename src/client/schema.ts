@@ -589,7 +589,7 @@ export interface paths {
         };
         /**
          * The caller's notifications, newest first
-         * @description Filters `read` (`true`/`false`) and `type`; keyset pagination with an opaque `cursor` (`nextCursor` is null on the last page). `unreadCount` counts every unread notification of the caller, whatever the filters. `seq` is the caller's latest `user:notifications` stream seq when the page was read: subscribe with it as `lastSeq` to receive every later change (docs/decisions.md §12.4).
+         * @description Filters `read` (`true`/`false`) and `type`; keyset pagination with an opaque `cursor` (`nextCursor` is null on the last page). `unreadCount` counts every unread notification of the caller, whatever the filters. `seq` is the caller's latest `user:notifications` stream seq when the page was read: subscribe with it as `lastSeq` to receive every later change (docs/decisions.md §12.4). First pages (no `cursor`) are served from a per-instance cache that every change to the caller's notifications drops before the change is answered; on other instances as soon as its stream event arrives (milliseconds).
          */
         get: operations["listNotifications"];
         put?: never;

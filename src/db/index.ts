@@ -67,6 +67,49 @@ export async function createDb(
   return createPostgres(databaseUrl, opts);
 }
 
+/**
+ * Statements with at most this many parameters are prepared; larger ones (multi-row inserts, long
+ * `in` lists) vary in shape with their size, so preparing them would pile up statements per connection.
+ */
+const MAX_PREPARED_PARAMS = 64;
+
+type PgClient = import('postgres').Sql;
+
+/**
+ * drizzle-orm hands every statement to postgres-js unprepared unless the query was given a name
+ * (`prepare: name !== undefined`), and postgres-js then runs a statement with parameters in two
+ * round trips: Parse + Describe first (to learn the parameter types), then Parse + Bind + Execute.
+ * So PostgreSQL parsed and planned every statement twice and the service paid two socket writes
+ * for each; a refresh rotation cost ~0.9 ms of PostgreSQL CPU and ~0.7 ms of the service's
+ * (tests/bench/RESULTS.md). Prepared, a statement is parsed once per connection and then costs one
+ * round trip. postgres-js keeps the prepared statements per connection (recycled every 30–60 min)
+ * and re-prepares on its own when a migration invalidates one. `?prepare=false` in DATABASE_URL
+ * (PgBouncer in transaction mode before 1.21) turns it off for every statement, as postgres-js
+ * documents.
+ */
+function preparing(client: PgClient): PgClient {
+  return new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop === 'unsafe') {
+        return (text: string, args: unknown[] = [], options: Record<string, unknown> = {}) =>
+          target.unsafe(text, args as never, {
+            ...options,
+            prepare: args.length > 0 && args.length <= MAX_PREPARED_PARAMS,
+          });
+      }
+      // drizzle opens transactions and savepoints with `begin(cb)` / `savepoint(cb)`: their statements run on `cb`'s handle.
+      if (prop === 'begin' || prop === 'savepoint') {
+        const open = Reflect.get(target, prop, receiver) as (...a: unknown[]) => Promise<unknown>;
+        return (...a: unknown[]) => {
+          const cb = a.pop() as (tx: PgClient) => unknown;
+          return open.call(target, ...a, (tx: PgClient) => cb(preparing(tx)));
+        };
+      }
+      return Reflect.get(target, prop, receiver) as unknown;
+    },
+  });
+}
+
 async function createPostgres(url: string, opts: { max?: number; applicationName?: string }): Promise<DbHandle> {
   const { default: postgres } = await import('postgres');
   const { drizzle } = await import('drizzle-orm/postgres-js');
@@ -83,7 +126,7 @@ async function createPostgres(url: string, opts: { max?: number; applicationName
     onnotice: () => {},
     connection: { application_name: opts.applicationName ?? 'predict-backend' },
   });
-  const db = drizzle(client, { schema }) as unknown as Db;
+  const db = drizzle(preparing(client), { schema }) as unknown as Db;
 
   return {
     db,

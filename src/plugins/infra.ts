@@ -20,7 +20,11 @@ export type DataTopic = 'events' | 'leaderboard';
  * after it writes, and the domain plugins drop their cached reads. They reach
  * this instance only; other instances' caches expire on their own TTL.
  */
-export type Signals = EventEmitter<{ dataChanged: [topic: DataTopic] }>;
+export type Signals = EventEmitter<{
+  dataChanged: [topic: DataTopic];
+  /** A change to this user's notifications was published by another instance (the realtime layer relays it). */
+  userStreamChanged: [userId: string];
+}>;
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -14,6 +14,9 @@ const subscribers = Number(process.env.SUBSCRIBERS ?? 500);
 const channel = process.env.CHANNEL ?? 'market:pm-bench';
 const rounds = Number(process.env.ROUNDS ?? 20);
 const batch = 100;
+/** With TOKEN, the first SUBSCRIBERS sockets sign in with it (one user's stream); EVENT is what they time. */
+const token = process.env.TOKEN;
+const eventName = process.env.EVENT ?? 'market:update';
 const now = () => performance.timeOrigin + performance.now();
 const say = (msg: object) => process.stdout.write(`${JSON.stringify(msg)}\n`);
 
@@ -40,6 +43,7 @@ function open(i: number): Promise<void> {
     forceNew: true,
     timeout: 30_000,
     extraHeaders: { 'x-forwarded-for': ip },
+    ...(token !== undefined && i < subscribers ? { auth: { token } } : {}),
   });
   sockets.push(s);
   return new Promise((resolve) => {
@@ -62,14 +66,17 @@ async function connectAll() {
 async function subscribe() {
   const chosen = sockets.filter((s) => s.connected).slice(0, subscribers);
   for (const s of chosen) {
-    s.on('market:update', (p: { seq: number; sentAt: number }) => {
+    s.on(eventName, (p: { seq: number; sentAt?: number; data?: { sentAt: number; round: number } }) => {
       const t = now();
-      latencies.push(t - p.sentAt);
-      const r = perRound.get(p.seq) ?? { first: t, last: t, count: 0 };
+      // market:update carries the stamps itself; a notification carries them in its data.
+      const sentAt = p.sentAt ?? p.data!.sentAt;
+      const round = p.data?.round ?? p.seq;
+      latencies.push(t - sentAt);
+      const r = perRound.get(round) ?? { first: t, last: t, count: 0 };
       r.first = Math.min(r.first, t);
       r.last = Math.max(r.last, t);
       r.count++;
-      perRound.set(p.seq, r);
+      perRound.set(round, r);
       if (latencies.length === chosen.length * rounds) finish(chosen.length);
     });
   }

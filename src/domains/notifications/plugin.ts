@@ -29,6 +29,13 @@ import {
   type NotifyDeps,
 } from './service.js';
 import { NotificationSchema, type NotificationChannel } from './types.js';
+import { createNotificationPageCache } from './page-cache.js';
+import type { Published } from '../realtime/channels.js';
+
+/** First pages of notification lists per instance (page-cache.ts): a bound on staleness should an invalidation be lost, and a budget. */
+const PAGE_CACHE_TTL_MS = 15_000;
+const PAGE_CACHE_BYTES = 16 * 1024 * 1024;
+const STREAM_CHANNEL = /^user:([^:]+):notifications$/;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -82,6 +89,24 @@ const notifyDeps = (app: FastifyInstance): NotifyDeps => ({
 /** Seed §4.4 with docs/decisions.md §6, under /api/v1/notifications. */
 export const notificationRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = notifyDeps(app);
+  const pages = createNotificationPageCache({
+    ttlMs: PAGE_CACHE_TTL_MS,
+    maxBytes: PAGE_CACHE_BYTES,
+    usable: () => !app.redisClient || app.redisReady(),
+  });
+  // Every change to a user's notifications is published after commit: here through the bus, from other
+  // instances through the realtime layer's relay (userStreamChanged).
+  const onPublish = (m: Published) => {
+    const userId = STREAM_CHANNEL.exec(m.channel)?.[1];
+    if (userId !== undefined) pages.invalidate(userId);
+  };
+  const onRemote = (userId: string) => pages.invalidate(userId);
+  app.bus.on('publish', onPublish);
+  app.signals.on('userStreamChanged', onRemote);
+  app.addHook('onClose', async () => {
+    app.bus.off('publish', onPublish);
+    app.signals.off('userStreamChanged', onRemote);
+  });
   app.get(
     '/',
     {
@@ -90,13 +115,26 @@ export const notificationRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['notifications'],
         summary: "The caller's notifications, newest first",
         description:
-          "Filters `read` (`true`/`false`) and `type`; keyset pagination with an opaque `cursor` (`nextCursor` is null on the last page). `unreadCount` counts every unread notification of the caller, whatever the filters. `seq` is the caller's latest `user:notifications` stream seq when the page was read: subscribe with it as `lastSeq` to receive every later change (docs/decisions.md §12.4).",
+          "Filters `read` (`true`/`false`) and `type`; keyset pagination with an opaque `cursor` (`nextCursor` is null on the last page). `unreadCount` counts every unread notification of the caller, whatever the filters. `seq` is the caller's latest `user:notifications` stream seq when the page was read: subscribe with it as `lastSeq` to receive every later change (docs/decisions.md §12.4). First pages (no `cursor`) are served from a per-instance cache that every change to the caller's notifications drops before the change is answered; on other instances as soon as its stream event arrives (milliseconds).",
         querystring: ListNotificationsQuerySchema,
         response: { 200: NotificationListSchema, ...problemResponses(400, 401) },
       },
     },
-    // Serialised by PostgreSQL and listNotifications: sent as is.
-    (request, reply) => sendSerialized(reply, undefined, () => listNotifications(deps, { userId: request.user.id, ...request.query })),
+    // Serialised by PostgreSQL and listNotifications: sent as is; a first page from the page cache, synchronously.
+    (request, reply) => {
+      const input = { userId: request.user.id, ...request.query };
+      if (input.cursor !== undefined) return sendSerialized(reply, undefined, () => listNotifications(deps, input));
+      const key = `${input.limit}|${input.read ?? ''}|${input.type ?? ''}`;
+      const hit = pages.peek(input.userId, key);
+      if (hit !== undefined) return sendSerialized(reply, hit, () => Promise.resolve(hit));
+      const token = pages.begin(input.userId);
+      return sendSerialized(reply, undefined, () =>
+        listNotifications(deps, input).then((body) => {
+          pages.store(token, key, body);
+          return body;
+        }),
+      );
+    },
   );
 
   // Static segment: Fastify's router prefers it over /:id.

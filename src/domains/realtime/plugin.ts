@@ -432,7 +432,11 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
       }
     };
     app.bus.on('publish', onPublish);
-    io.on('stream:event', (event: StreamEvent) => hub.receive(event));
+    io.on('stream:event', (event: StreamEvent) => {
+      hub.receive(event);
+      // Cached notification pages of this user on this instance are now stale (notifications/page-cache.ts).
+      app.signals.emit('userStreamChanged', event.userId);
+    });
 
     // docs/decisions.md §10.6: an ended session's sockets on this instance are told and dropped
     // (every instance learns the ended ids through the auth plugin's revocation store).
