@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createResponseCache } from '../../src/domains/events/cache.js';
+import { lastModifiedOf } from '../../src/domains/events/freshness.js';
 
 describe('events response cache', () => {
   it('peek answers only a produced, fresh entry; misses share one production; clear and TTL drop entries', async () => {
@@ -48,5 +49,20 @@ describe('events response cache', () => {
     expect(cache.bytes).toBeLessThanOrEqual(10_000);
     cache.clear();
     expect(cache.bytes).toBe(0);
+  });
+});
+
+describe('lastModifiedOf (Last-Modified from a cached body)', () => {
+  it('gives each body its own date, whatever was asked before, and none without syncedAt', () => {
+    const a = '{"syncedAt":"2026-11-26T05:28:17.123Z","stale":false}';
+    const b = '{"syncedAt":"2026-01-02T03:04:05.000Z","stale":true}';
+    for (let i = 0; i < 3; i++) {
+      expect(lastModifiedOf(a)).toBe('Thu, 26 Nov 2026 05:28:17 GMT');
+      expect(lastModifiedOf(b)).toBe('Fri, 02 Jan 2026 03:04:05 GMT');
+      expect(lastModifiedOf(a)).toBe('Thu, 26 Nov 2026 05:28:17 GMT');
+    }
+    expect(lastModifiedOf('{"syncedAt":null,"stale":true}')).toBeUndefined();
+    expect(lastModifiedOf('{"syncedAt":"not a date"}')).toBeUndefined();
+    expect(lastModifiedOf(a)).toBe('Thu, 26 Nov 2026 05:28:17 GMT');
   });
 });

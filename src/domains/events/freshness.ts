@@ -60,10 +60,19 @@ export async function groupFreshness(dbh: DbHandle, groupId: string, venue: stri
   return { syncedAt, stale: now.getTime() - Date.parse(syncedAt) > bound || r?.failed === true };
 }
 
+const SYNCED_AT = /^\{"syncedAt":"([^"]{1,40})"/;
+// The last conversion: cached bodies repeat a handful of syncedAt values, and parsing and formatting the
+// date was the largest piece of our own code on a cached GET /events/:slug (tests/bench/RESULTS.md, issue 21).
+let lastIso = '';
+let lastHttpDate: string | undefined;
+
 /** `Last-Modified` of a serialised body whose first member is `syncedAt` (schemas.ts); undefined when null. */
 export function lastModifiedOf(body: string): string | undefined {
-  const m = /^\{"syncedAt":"([^"]{1,40})"/.exec(body);
+  const m = SYNCED_AT.exec(body);
   if (!m) return undefined;
+  if (m[1] === lastIso) return lastHttpDate;
   const t = Date.parse(m[1]);
-  return Number.isFinite(t) ? new Date(t).toUTCString() : undefined;
+  lastIso = m[1];
+  lastHttpDate = Number.isFinite(t) ? new Date(t).toUTCString() : undefined;
+  return lastHttpDate;
 }
