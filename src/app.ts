@@ -14,7 +14,7 @@ import { securityHeaders } from './plugins/security-headers.js';
 import { infraPlugin } from './plugins/infra.js';
 import { clientAddressPlugin } from './plugins/client-address.js';
 import { metricsPlugin } from './plugins/metrics.js';
-import { overloadPlugin, type OverloadOptions } from './plugins/overload.js';
+import { overloadPlugin, type OverloadGuard, type OverloadOptions } from './plugins/overload.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { authPlugin } from './plugins/auth.js';
 import { docsPlugin } from './plugins/docs.js';
@@ -166,10 +166,14 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   // not async (each async hook costs a promise and a microtask turn), and one
   // hook is cheaper than three (each is a step of Fastify's hook runner).
   const security = securityHeaders(config.isProduction);
+  // Set once the overload plugin is registered below; its refusal runs in this same hook.
+  let overload: OverloadGuard | undefined;
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     reply.headers(request.url.startsWith('/docs') ? security.docs : security.api);
-    done(closing ? unavailable('The server is shutting down, retry on another instance', 1) : undefined);
+    if (closing) return done(unavailable('The server is shutting down, retry on another instance', 1));
+    // A reply sent from a hook ends the request; done() is not called then.
+    if (overload === undefined || !overload.overloaded || !overload.refuse(request, reply)) done();
   });
 
   if (config.CORS_ORIGINS.length > 0) {
@@ -198,7 +202,10 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   if (config.METRICS_PORT !== 0) await app.register(metricsPlugin);
   else app.decorate('metrics', undefined);
   // docs/decisions.md §15.3: refuse early under overload, before any other per-request work.
-  if (config.OVERLOAD_GUARD) await app.register(overloadPlugin, overrides.overload ?? {});
+  if (config.OVERLOAD_GUARD) {
+    await app.register(overloadPlugin, { ...overrides.overload, hook: false });
+    overload = app.overloadGuard;
+  }
 
   app.addHook('onSend', (_request, reply, payload, done) => {
     // Responses finished while draining close their keep-alive connection,

@@ -8,6 +8,10 @@ import { PROBLEM_CONTENT_TYPE } from './errors.js';
 type PressureHandler = (request: FastifyRequest, reply: FastifyReply, type: string, value: number | undefined) => unknown;
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** Set when OVERLOAD_GUARD is on (docs/decisions.md §15.3). */
+    overloadGuard?: OverloadGuard;
+  }
   interface FastifyContextConfig {
     /** Set to {@link keepServingUnderPressure} to exempt a route from overload refusals. */
     pressureHandler?: PressureHandler;
@@ -27,6 +31,18 @@ export interface OverloadOptions {
   sampleInterval?: number;
   /** Seconds in the Retry-After of a refusal. Default 5. */
   retryAfter?: number;
+  /**
+   * false: add no onRequest hook; the caller's own hook asks `app.overloadGuard` (src/app.ts does,
+   * so every request runs one onRequest hook, not two). Default true.
+   */
+  hook?: boolean;
+}
+
+/** What a request asks: one boolean read, and the refusal when it is set. */
+export interface OverloadGuard {
+  readonly overloaded: boolean;
+  /** Answers 503 UNAVAILABLE with Retry-After unless the route keeps serving under pressure; true when it answered. */
+  refuse(request: FastifyRequest, reply: FastifyReply): boolean;
 }
 
 /** Route config that keeps a route answering under pressure (the health probes). */
@@ -80,17 +96,29 @@ export const overloadPlugin = fp<OverloadOptions>(
     });
 
     let lastLogged = 0;
-    app.addHook('onRequest', (request, reply, done) => {
-      if (!overloaded) return done();
+    /** true when it answered 503 (the request ends there). */
+    const refuse = (request: FastifyRequest, reply: FastifyReply): boolean => {
       // The rare path: reading routeOptions (an allocation) is fine here.
-      if (request.routeOptions.config.pressureHandler === keepServingUnderPressure) return done();
+      if (request.routeOptions.config.pressureHandler === keepServingUnderPressure) return false;
       const now = Date.now();
       if (now - lastLogged > 10_000) {
         lastLogged = now;
         request.log.warn(reason, 'overloaded: refusing requests with 503');
       }
+      void reply.code(503).header('retry-after', retryAfter).type(PROBLEM_CONTENT_TYPE).send(body);
+      return true;
+    };
+    const guard: OverloadGuard = {
+      get overloaded() {
+        return overloaded;
+      },
+      refuse,
+    };
+    app.decorate('overloadGuard', guard);
+    if (opts.hook === false) return;
+    app.addHook('onRequest', (request, reply, done) => {
       // A reply sent from a hook ends the request; done() is not called then.
-      reply.code(503).header('retry-after', retryAfter).type(PROBLEM_CONTENT_TYPE).send(body);
+      if (!overloaded || !refuse(request, reply)) done();
     });
   },
   { name: 'overload', fastify: '5.x' },
