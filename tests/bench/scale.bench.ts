@@ -1,7 +1,8 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { sql } from 'drizzle-orm';
-import { startApp, writeSection } from './harness.js';
-import { startFakeVenues } from '../fakes/venues/index.js';
-import { arrivalTimes, budgetViolations } from '../fakes/venues/budget.js';
+import { compare, ROOT, startApp, startBaseline, treeCpuSeconds, writeSection } from './harness.js';
+import { budgetViolations } from '../fakes/venues/budget.js';
 import { syncCatalogue } from '../../src/domains/events/catalogue.js';
 import { refreshTrackedPrices } from '../../src/domains/events/prices.js';
 import { VENUE_BUDGETS } from '../../src/venues/clients.js';
@@ -13,8 +14,10 @@ import { VENUE_BUDGETS } from '../../src/venues/clients.js';
  * pages of 200, scaled. Measures the first full catalogue load (wall, CPU,
  * peak RSS), an incremental pass with nothing new, a price cycle of the
  * tracked markets, the venue request rates seen at the fakes against
- * docs/venues.md's budgets, and GET /events latencies at that size. The fakes
- * run in this process: CPU and RSS are service + fakes (an upper bound).
+ * docs/venues.md's budgets, GET /events latencies at that size and the
+ * throughput of those reads against a bare route serving the same bytes. The
+ * fakes run in a process of their own (tests/bench/scale-fakes.ts): CPU and
+ * RSS are the service's (this process; PostgreSQL is not counted).
  */
 const cpuMs = (c: NodeJS.CpuUsage) => (c.user + c.system) / 1000;
 
@@ -46,15 +49,22 @@ export default async function run() {
     ksEvents: Math.round(12_000 * scale),
     ksMarkets: Math.round(110_000 * scale),
   };
-  const venues = await startFakeVenues(
-    {},
-    {
-      generate: {
-        polymarket: { events: size.pmEvents, markets: size.pmMarkets },
-        kalshi: { events: size.ksEvents, markets: size.ksMarkets, series: Math.max(10, Math.round(10_000 * scale)) },
-      },
-    },
+  const fakes = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'tests/bench/scale-fakes.ts', JSON.stringify({ ...size, series: Math.max(10, Math.round(10_000 * scale)) })],
+    { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] },
   );
+  const fakeLines = createInterface({ input: fakes.stdout })[Symbol.asyncIterator]();
+  const fromFakes = async <T>(type: string): Promise<T> => {
+    for (;;) {
+      const { value, done } = await fakeLines.next();
+      if (done) throw new Error(`venue fakes ended before "${type}"`);
+      const msg = JSON.parse(value as string) as { type: string };
+      if (msg.type === type) return msg as T;
+    }
+  };
+  const { env: venueEnv } = await fromFakes<{ env: Record<string, string> }>('ready');
+  const venues = { env: venueEnv };
   // Tracked: the top groups by 24 h volume, about 20,000 × SCALE markets.
   const top = Math.max(1, Math.round(2_000 * scale));
   const app = await startApp({ ...venues.env, JOBS: 'off', PRICE_TRACK_TOP: String(top) });
@@ -74,8 +84,11 @@ export default async function run() {
     const firstPrices = await timed(() => refreshTrackedPrices(deps));
     const prices = await timed(() => refreshTrackedPrices(deps));
 
+    fakes.stdin.write(`${JSON.stringify({ type: 'arrivals' })}\n`);
+    const { times: arrivals } = await fromFakes<{ times: Record<'gamma' | 'clob' | 'kalshi', number[]> }>('arrivals');
+    const fakeCpuS = await treeCpuSeconds(fakes.pid!);
     const budgetRows = (['gamma', 'clob', 'kalshi'] as const).map((api) => {
-      const times = arrivalTimes(venues[api]);
+      const times = arrivals[api];
       const v = budgetViolations(times, VENUE_BUDGETS[api]);
       return `| ${api} | ${times.length} | ${VENUE_BUDGETS[api]} | ${v.length === 0 ? 'none' : v.map((x) => `${x.count}/${x.allowed} in ${x.windowSec} s`).join(', ')} |`;
     });
@@ -92,13 +105,26 @@ export default async function run() {
     const readRows: string[] = [];
     for (const [name, url] of reads) {
       const l = await latencies(url, 300);
-      readRows.push(`| ${name} | ${l.p50.toFixed(1)} | ${l.p99.toFixed(1)} |`);
+      // Throughput against a bare Fastify route answering the same bytes, alternating rounds (median).
+      const body = await (await fetch(url)).text();
+      const bare = await startBaseline(body);
+      try {
+        const c = await compare(
+          { name: 'bare', url: `${bare.url}/x`, opts: { connections: 20, durationSec: 3 } },
+          { name, url, opts: { connections: 20, durationSec: 3 } },
+        );
+        readRows.push(
+          `| ${name} | ${l.p50.toFixed(1)} | ${l.p99.toFixed(1)} | ${Buffer.byteLength(body)} | ${Math.round(c.target.reqPerSec)} / ${Math.round(c.base.reqPerSec)} | ${c.ratio.toFixed(2)} |`,
+        );
+      } finally {
+        await bare.close();
+      }
     }
 
     lines.push(
       `SCALE=${scale}: Polymarket ${size.pmEvents} events / ${size.pmMarkets} markets, Kalshi ${size.ksEvents} events / ${size.ksMarkets} markets; stored ${g} groups, ${m} markets (placeholders left out); ${list.total} listed. Database: ${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'}.`,
       '',
-      '| phase | wall s | CPU s (service + fakes) | note |',
+      '| phase | wall s | service CPU s | note |',
       '|---|---|---|---|',
       `| first full catalogue load | ${(full.wallMs / 1000).toFixed(1)} | ${(full.cpuMs / 1000).toFixed(1)} | peak RSS ${(fullPeak / 2 ** 20).toFixed(0)} MB (${(rss0 / 2 ** 20).toFixed(0)} MB before) |`,
       `| incremental pass, nothing new | ${(incremental.wallMs / 1000).toFixed(2)} | ${(incremental.cpuMs / 1000).toFixed(2)} | ${incremental.value.items} groups rewritten |`,
@@ -109,9 +135,11 @@ export default async function run() {
       '|---|---|---|---|',
       ...budgetRows,
       '',
-      '| read (300 sequential requests) | p50 ms | p99 ms |',
-      '|---|---|---|',
+      '| read (300 sequential requests for latency; then autocannon -c 20, 3 alternating rounds of 3 s) | p50 ms | p99 ms | bytes | req/s service / bare | ratio (median) |',
+      '|---|---|---|---|---|---|',
       ...readRows,
+      '',
+      `The venue fakes (their own process) spent ${fakeCpuS.toFixed(1)} s of CPU over the catalogue loads and price cycles. Targets (issue #16): first load < 10 min wall, < 3 min service CPU, peak RSS < 600 MB; incremental < 1 s CPU; a price cycle of ~20,000 tracked markets < 2 s service CPU; budgets kept; reads p99 < 25 ms.`,
       '',
     );
     process.stdout.write(`${lines.join('\n')}\n`);
@@ -119,6 +147,8 @@ export default async function run() {
   } finally {
     clearInterval(sampler);
     await app.close();
-    await venues.close();
+    fakes.stdin.write(`${JSON.stringify({ type: 'quit' })}\n`);
+    await new Promise((r) => setTimeout(r, 200));
+    fakes.kill('SIGKILL');
   }
 }
