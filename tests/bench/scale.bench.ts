@@ -59,7 +59,7 @@ export default async function run() {
     for (;;) {
       const { value, done } = await fakeLines.next();
       if (done) throw new Error(`venue fakes ended before "${type}"`);
-      const msg = JSON.parse(value as string) as { type: string };
+      const msg = JSON.parse(value) as { type: string };
       if (msg.type === type) return msg as T;
     }
   };
