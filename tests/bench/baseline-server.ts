@@ -14,6 +14,11 @@ import fastifyJwt from '@fastify/jwt';
  */
 export interface BaselineRoute {
   path: string;
+  /**
+   * The service's route pattern when it has parameters (`/api/v1/events/:slug`): the bare route is declared
+   * the same way, so both pay Fastify's parametric routing and parameter decoding.
+   */
+  pattern?: string;
   status: number;
   headers: Record<string, string>;
   body: string;
@@ -28,7 +33,7 @@ if (secret) await app.register(fastifyJwt, { secret, verify: { algorithms: ['HS2
 for (const r of spec.routes) {
   const { status, headers, body } = r;
   if (r.jwtSecret) {
-    app.get(r.path, (request, reply) => {
+    app.get(r.pattern ?? r.path, (request, reply) => {
       const auth = request.headers.authorization;
       try {
         if (!auth?.startsWith('Bearer ')) throw new Error('no token');
@@ -40,7 +45,7 @@ for (const r of spec.routes) {
       reply.code(status).headers(headers).send(body);
     });
   } else {
-    app.get(r.path, (_request, reply) => {
+    app.get(r.pattern ?? r.path, (_request, reply) => {
       reply.code(status).headers(headers).send(body);
     });
   }

@@ -117,10 +117,10 @@ export async function setupOverhead() {
 export async function overheadPairs(url: string, bearer: Record<string, string>) {
   const list = await capture(`${url}/api/v1/events`);
   const slug = (JSON.parse(list.body) as { events: Array<{ slug: string }> }).events[0].slug;
-  const pairs: Array<{ label: string; path: string; headers?: Record<string, string> }> = [
+  const pairs: Array<{ label: string; path: string; pattern?: string; headers?: Record<string, string> }> = [
     { label: 'GET /health/live', path: '/health/live' },
     { label: 'GET /api/v1/events (cached page, 50 groups)', path: '/api/v1/events' },
-    { label: 'GET /api/v1/events/:slug (cached)', path: `/api/v1/events/${slug}` },
+    { label: 'GET /api/v1/events/:slug (cached)', path: `/api/v1/events/${slug}`, pattern: '/api/v1/events/:slug' },
     { label: 'GET /api/v1/leaderboard (cached page, 50 rows)', path: '/api/v1/leaderboard' },
     { label: 'GET /api/v1/notifications (bearer, 50 items)', path: '/api/v1/notifications?limit=50', headers: bearer },
   ];
@@ -154,7 +154,7 @@ export default async function run() {
       for (const p of pairs) {
         const c = await capture(`${svc.url}${p.path}`, p.headers);
         if (c.status !== 200) throw new Error(`${p.path}: ${c.status} ${c.body.slice(0, 200)}`);
-        routes.push({ path: p.path.split('?')[0], ...c, ...(p.headers ? { jwtSecret: JWT_SECRET } : {}) });
+        routes.push({ path: p.path.split('?')[0], pattern: p.pattern, ...c, ...(p.headers ? { jwtSecret: JWT_SECRET } : {}) });
       }
       const base = await spawnBaseline(routes);
       servers.push(base);
@@ -221,7 +221,7 @@ export default async function run() {
       'three alternating rounds, medians. CPU = utime + stime of the listening process and its children from `/proc/<pid>/stat`',
       'over the measured window, divided by the responses counted; CPU ratio = bare ÷ service (target ≥ 0.77, i.e. the service',
       `costs at most 1.3× the bare route). Service at \`LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'info'}\` (as deployed, logs to /dev/null),`,
-      'NODE_ENV=production, metrics on, jobs off. The bare route answers the captured bytes and headers; for the bearer route it',
+      'NODE_ENV=production, metrics on, jobs off. The bare route answers the captured bytes and headers, declared with the same route pattern (`/api/v1/events/:slug` is parametric on both sides); for the bearer route it',
       'first verifies the same JWT with @fastify/jwt.',
       '',
       `CPU ratios (health / events / event / leaderboard / notifications): ${summary.join('; ')}.`,
