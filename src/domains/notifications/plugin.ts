@@ -30,12 +30,11 @@ import {
 } from './service.js';
 import { NotificationSchema, type NotificationChannel } from './types.js';
 import { createNotificationPageCache } from './page-cache.js';
-import type { Published } from '../realtime/channels.js';
+import { userOfNotificationsChannel, type Published } from '../realtime/channels.js';
 
 /** First pages of notification lists per instance (page-cache.ts): a bound on staleness should an invalidation be lost, and a budget. */
 const PAGE_CACHE_TTL_MS = 15_000;
 const PAGE_CACHE_BYTES = 16 * 1024 * 1024;
-const STREAM_CHANNEL = /^user:([^:]+):notifications$/;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -97,7 +96,7 @@ export const notificationRoutes: FastifyPluginAsyncZod = async (app) => {
   // Every change to a user's notifications is published after commit: here through the bus, from other
   // instances through the realtime layer's relay (userStreamChanged).
   const onPublish = (m: Published) => {
-    const userId = STREAM_CHANNEL.exec(m.channel)?.[1];
+    const userId = userOfNotificationsChannel(m.channel);
     if (userId !== undefined) pages.invalidate(userId);
   };
   const onRemote = (userId: string) => pages.invalidate(userId);

@@ -49,6 +49,13 @@ export function userNotificationsChannel(userId: string): `user:${string}:notifi
   return `user:${userId}:notifications`;
 }
 
+const USER_NOTIFICATIONS_CHANNEL = /^user:([^:]+):notifications$/;
+
+/** The user id of a `userNotificationsChannel()` name, or undefined for any other channel. */
+export function userOfNotificationsChannel(channel: string): string | undefined {
+  return USER_NOTIFICATIONS_CHANNEL.exec(channel)?.[1];
+}
+
 /** A contract key as a channel type: `market:<marketId>` → `market:${string}`. */
 type ChannelOf<K extends string> = K extends `${infer Head}<${string}>${infer Tail}` ? `${Head}${string}${ChannelOf<Tail>}` : K;
 

@@ -5,7 +5,14 @@ import type { Redis } from 'ioredis';
 import { AppError } from '../../errors.js';
 import { MemorySlidingWindow } from '../../lib/sliding-window.js';
 import type { AuthUser } from '../../plugins/auth.js';
-import { AUTH_EXPIRED, AUTH_REVOKED, isPrivateRoom, NOTIFICATIONS_CHANNEL, type Published } from './channels.js';
+import {
+  AUTH_EXPIRED,
+  AUTH_REVOKED,
+  isPrivateRoom,
+  NOTIFICATIONS_CHANNEL,
+  userOfNotificationsChannel,
+  type Published,
+} from './channels.js';
 import { readStreamEvents, readStreamHead, type StreamEvent } from '../notifications/stream.js';
 import type { StreamEventName, StreamPayload } from '../notifications/types.js';
 import { createStreamHub } from './user-stream.js';
@@ -82,8 +89,6 @@ function refusal(code: RealtimeErrorCode, message: string): Error & { data: { co
 }
 
 /** The room a user's stream is published to (channels.ts userNotificationsChannel). */
-const STREAM_ROOM = /^user:([^:]+):notifications$/;
-
 const PENDING_KEY = Symbol('pendingAddressKey');
 type PendingRequest = { [PENDING_KEY]?: string };
 
@@ -416,7 +421,7 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
     // publish() checked the event and payload against the contract (schemas.ts REALTIME_EVENTS).
     const forwardStream = app.redisClient !== undefined;
     const onPublish = (msg: Published) => {
-      const streamUser = STREAM_ROOM.exec(msg.channel)?.[1];
+      const streamUser = userOfNotificationsChannel(msg.channel);
       if (streamUser !== undefined) {
         const payload = msg.payload as StreamPayload;
         const event: StreamEvent = { userId: streamUser, seq: payload?.seq, event: msg.event as StreamEventName, payload };
