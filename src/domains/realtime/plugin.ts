@@ -88,7 +88,7 @@ function refusal(code: RealtimeErrorCode, message: string): Error & { data: { co
   return Object.assign(new Error(code), { data: { code, message } });
 }
 
-/** The room a user's stream is published to (channels.ts userNotificationsChannel). */
+/** Where allowRequest leaves the handshake's address key for the Engine.IO `connection` that follows. */
 const PENDING_KEY = Symbol('pendingAddressKey');
 type PendingRequest = { [PENDING_KEY]?: string };
 
