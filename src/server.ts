@@ -3,6 +3,7 @@ import closeWithGrace from 'close-with-grace';
 import { buildApp, loggerOptions } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { loadDevEnv } from './lib/dev-env.js';
+import { settleTickObjectShape } from './lib/tick-shape.js';
 
 /** pino-pretty is a development dependency: the production image has none. */
 function hasPinoPretty(): boolean {
@@ -16,6 +17,8 @@ function hasPinoPretty(): boolean {
 
 /** The only file that reads process.env, listens, handles signals and exits. */
 async function main() {
+  // Before anything else runs: keeps Node's own per-request ticks on V8's fast path (src/lib/tick-shape.ts).
+  settleTickObjectShape();
   const dev = loadDevEnv(process.env);
   let config;
   try {
