@@ -16,7 +16,7 @@ import {
   NOTIFICATION_TYPES,
   NotificationSchema,
   type NotificationChannel,
-  type StoredNotification,
+  type ClaimedDelivery,
 } from '../../src/domains/notifications/types.js';
 import { createUser, eventually, expectProblemShape, recordPublishes } from './fixtures.js';
 
@@ -117,7 +117,7 @@ describe('delivery channels are injected', () => {
 
   it('notify writes ledger rows for, and delivers through, exactly the channels it is given', async () => {
     const u = await createUser(t.app);
-    const seen: Array<[string, StoredNotification]> = [];
+    const seen: Array<[string, ClaimedDelivery['notification']]> = [];
     // Every user has one target on each fake channel: the user id itself.
     const fake = (name: string, outcome: 'sent' | 'skipped'): NotificationChannel => ({
       name,

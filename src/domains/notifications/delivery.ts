@@ -364,7 +364,7 @@ async function processChannel(
         notification: {
           id: c.id,
           userId: c.user_id,
-          type: 'quiet_hours_digest' as NotificationType,
+          type: 'quiet_hours_digest',
           title: digest.title,
           message: digest.body,
           read: false,

@@ -92,23 +92,24 @@ export interface QuietDigest {
   count: number;
 }
 
+/** What a quiet-hours digest row carries in place of a stored notification: its title and body, under a type of its own. */
+export type DigestNotification = Omit<StoredNotification, 'type'> & { type: 'quiet_hours_digest' };
+
 /**
  * A claimed ledger row with its notification (docs/decisions.md §13.1). A
  * quiet-hours digest row has no notification: `digest` is set and
- * `notification` only carries the digest's title and body (its `type` is not
- * a notification type), so channels check `digest` first.
+ * `notification` only carries the digest's title and body, so channels check
+ * `digest` first (which narrows `notification.type` to a notification type).
  */
-export interface ClaimedDelivery {
+export type ClaimedDelivery = {
   id: string;
-  notification: StoredNotification;
-  digest?: QuietDigest;
   userId: string;
   /** The device token or the chat id, as stored. */
   target: string;
   /** Attempts already made (this one not counted). */
   attempts: number;
   lastError: string | null;
-}
+} & ({ notification: StoredNotification; digest?: undefined } | { notification: DigestNotification; digest: QuietDigest });
 
 /**
  * What a channel made of one claimed row:
