@@ -13,15 +13,15 @@ import {
   TraderHistorySchema,
 } from './schemas.js';
 import {
-  cachedBoardFreshness,
   createLeaderboardCache,
   createOnDemandState,
+  finishPage,
   getTraderProfile,
   invalidateLeaderboardCache,
   listBiggestWins,
   listLeaderboard,
   peekLeaderboard,
-  withBoardFreshness,
+  type CachedPage,
   type ProfileDeps,
 } from './service.js';
 import { sendSerialized } from '../../lib/serializer.js';
@@ -30,8 +30,6 @@ import type { DataTopic } from '../../plugins/infra.js';
 import { getTraderHistory } from './history.js';
 
 const PROFILE_TTL_MS = 5 * 60_000;
-/** Pages kept with their freshness appended (see `finished`). */
-const FINISHED_PAGES = 64;
 
 /** docs/decisions.md §11.7: on-demand profiles per client address per minute, cached answers and 503s included. */
 export const ON_DEMAND_PER_MINUTE = 30;
@@ -39,14 +37,10 @@ export const ON_DEMAND_PER_MINUTE = 30;
 /** Public leaderboard routes (docs/api-contract.md §4.3, docs/decisions.md §4), under /api/v1/leaderboard. */
 export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
   const cache = createLeaderboardCache();
-  // Cached pages with their freshness appended, per page: appending copies the whole page (≈ 20 KB for 50
-  // rows) and formatting the dates cost more than the rest of a cached read (tests/bench/RESULTS.md, issue 21).
-  const finished = new Map<string, { syncedMs: number | null; stale: boolean; body: string; lastModified: string | undefined }>();
   // A sync or enrichment in this process signals after it writes: drop cached pages at once.
   const onDataChanged = (topic: DataTopic) => {
     if (topic !== 'leaderboard') return;
     invalidateLeaderboardCache(cache);
-    finished.clear();
   };
   app.signals.on('dataChanged', onDataChanged);
   app.addHook('onClose', async () => {
@@ -96,25 +90,14 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     // Already serialised (and maybe cached): sent as is; a cached page synchronously.
     (request, reply) => {
-      // docs/decisions.md §11.4: syncedAt and stale in the body, the same instant as Last-Modified.
-      const finish = (body: string) => {
-        const f = cachedBoardFreshness(readDeps, request.query.category, request.query.period);
-        const done = finished.get(body);
-        const syncedMs = f.syncedAt?.getTime() ?? null;
-        if (done !== undefined && done.syncedMs === syncedMs && done.stale === f.stale) {
-          if (done.lastModified !== undefined) reply.header('last-modified', done.lastModified);
-          return done.body;
-        }
-        const lastModified = f.syncedAt?.toUTCString();
-        if (lastModified !== undefined) reply.header('last-modified', lastModified);
-        const out = withBoardFreshness(body, f);
-        if (finished.size >= FINISHED_PAGES) finished.delete(finished.keys().next().value!);
-        finished.set(body, { syncedMs, stale: f.stale, body: out, lastModified });
-        return out;
+      const send = (page: CachedPage) => {
+        const done = finishPage(readDeps, request.query, page);
+        if (done.lastModified !== undefined) reply.header('last-modified', done.lastModified);
+        return done.body;
       };
       const peeked = peekLeaderboard(readDeps, request.query);
-      return sendSerialized(reply, peeked === undefined ? undefined : finish(peeked), () =>
-        listLeaderboard(readDeps, request.query).then(finish),
+      return sendSerialized(reply, peeked === undefined ? undefined : send(peeked), () =>
+        listLeaderboard(readDeps, request.query).then(send),
       );
     },
   );

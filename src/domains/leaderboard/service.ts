@@ -37,11 +37,25 @@ import type { BiggestWin, LeaderboardEntry, LeaderboardPage, LeaderboardQuery, T
 export interface LeaderboardCache {
   pointerTtlMs: number;
   pointers?: { at: number; map: Map<string, Pointer>; lastSyncFailed: boolean };
-  pages: Map<string, string>;
+  pages: Map<string, CachedPage>;
   maxPages: number;
   /** Budget of characters (≈ bytes of JSON) the pages may hold; anonymous requests choose the keys. */
   maxBytes: number;
   bytes: number;
+}
+
+/** A serialised page (without its freshness), and the same page with its freshness appended once served. */
+export interface CachedPage {
+  body: string;
+  finished?: FinishedPage;
+}
+
+/** A page as sent: the body with `syncedAt` and `stale`, its `Last-Modified`, and the freshness they were made for. */
+export interface FinishedPage {
+  syncedMs: number | null;
+  stale: boolean;
+  body: string;
+  lastModified: string | undefined;
 }
 
 export function createLeaderboardCache(opts: { pointerTtlMs?: number; maxPages?: number; maxBytes?: number } = {}): LeaderboardCache {
@@ -60,21 +74,27 @@ export function invalidateLeaderboardCache(cache: LeaderboardCache): void {
   cache.bytes = 0;
 }
 
-/** Keeps a page, oldest pages leaving first while over the count or the byte budget. */
-export function keepPage(cache: LeaderboardCache, key: string, body: string): void {
-  if (body.length > cache.maxBytes) return;
+/**
+ * Keeps a page, oldest pages leaving first while over the count or the byte budget. Each page is counted
+ * twice: once served it is also kept with its freshness appended (finishPage).
+ */
+export function keepPage(cache: LeaderboardCache, key: string, body: string): CachedPage {
+  const page: CachedPage = { body };
+  const size = 2 * body.length;
+  if (size > cache.maxBytes) return page;
   const previous = cache.pages.get(key);
   if (previous !== undefined) {
     cache.pages.delete(key);
-    cache.bytes -= previous.length;
+    cache.bytes -= 2 * previous.body.length;
   }
-  for (const [oldest, page] of cache.pages) {
-    if (cache.pages.size < cache.maxPages && cache.bytes + body.length <= cache.maxBytes) break;
+  for (const [oldest, old] of cache.pages) {
+    if (cache.pages.size < cache.maxPages && cache.bytes + size <= cache.maxBytes) break;
     cache.pages.delete(oldest);
-    cache.bytes -= page.length;
+    cache.bytes -= 2 * old.body.length;
   }
-  cache.pages.set(key, body);
-  cache.bytes += body.length;
+  cache.pages.set(key, page);
+  cache.bytes += size;
+  return page;
 }
 
 export interface ReadDeps {
@@ -178,7 +198,7 @@ function pageKey(pointer: Pointer, q: string, input: LeaderboardQuery): string {
  * most visited public page: no promise, no database); otherwise undefined
  * and the caller goes through listLeaderboard.
  */
-export function peekLeaderboard(deps: ReadDeps, input: LeaderboardQuery): string | undefined {
+export function peekLeaderboard(deps: ReadDeps, input: LeaderboardQuery): CachedPage | undefined {
   const pointers = deps.cache.pages.size > 0 ? freshPointers(deps.cache, Date.now()) : undefined;
   const pointer = pointers?.get(`${input.category}|${input.period}`);
   return pointer ? deps.cache.pages.get(pageKey(pointer, queryKey(input), input)) : undefined;
@@ -209,15 +229,30 @@ export function withBoardFreshness(body: string, f: BoardFreshness): string {
 }
 
 /**
+ * docs/decisions.md §11.4: the page as sent, `syncedAt` and `stale` in the body and the same instant as
+ * `Last-Modified`. Kept on the page until the board's freshness changes: appending copies the whole page
+ * (≈ 20 KB for 50 rows) and formatting the dates cost more than the rest of a cached read; the memo sits on
+ * the page object because looking a 20 KB string up as a Map key cost ~0.8 µs a request (tests/bench/RESULTS.md, issue 21).
+ */
+export function finishPage(deps: ReadDeps, input: Pick<LeaderboardQuery, 'category' | 'period'>, page: CachedPage): FinishedPage {
+  const f = cachedBoardFreshness(deps, input.category, input.period);
+  const syncedMs = f.syncedAt?.getTime() ?? null;
+  const done = page.finished;
+  if (done !== undefined && done.syncedMs === syncedMs && done.stale === f.stale) return done;
+  page.finished = { syncedMs, stale: f.stale, body: withBoardFreshness(page.body, f), lastModified: f.syncedAt?.toUTCString() };
+  return page.finished;
+}
+
+/**
  * GET /leaderboard. Returns the serialised page (a JSON string), so cached
  * pages skip both the database and serialisation.
  */
-export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery): Promise<string> {
+export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery): Promise<CachedPage> {
   const q = queryKey(input);
   const pointer = await currentPointer(deps, input.category, input.period);
   if (!pointer) {
     if (input.cursor) decodeQueryCursor(deps.secret, input.cursor, q);
-    return JSON.stringify({ traders: [], nextCursor: null } satisfies Omit<LeaderboardPage, 'syncedAt' | 'stale'>);
+    return { body: JSON.stringify({ traders: [], nextCursor: null } satisfies Omit<LeaderboardPage, 'syncedAt' | 'stale'>) };
   }
   // Only pages of the current snapshot reached with a verified cursor are cached, so an exact
   // hit on the raw cursor string needs no second HMAC check.
@@ -275,8 +310,7 @@ export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery): 
     nextCursor = encodeCursor(deps.secret, CURSOR_SCOPE, payload);
   }
   const body = JSON.stringify({ traders, nextCursor } satisfies Omit<LeaderboardPage, 'syncedAt' | 'stale'>);
-  if (cacheKey) keepPage(deps.cache, cacheKey, body);
-  return body;
+  return cacheKey ? keepPage(deps.cache, cacheKey, body) : { body };
 }
 
 /** The biggest wins, and when enrichment last wrote them (their `Last-Modified`; null before the first enrichment). */
