@@ -37,6 +37,8 @@ import type { BaselineRoute } from './baseline-server.js';
  */
 const exec = promisify(execFile);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+/** Alternating rounds per compared pair (the issue asks for at least three; single rounds on this VM swing ±0.3, so five). */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const LOAD = { connections: 50, durationSec: SECONDS };
 const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-000';
 const INTERNAL = 'bench-internal-token-0123456789abcdef';
@@ -164,6 +166,7 @@ export default async function run() {
         const c = await compareCpu(
           { name: 'bare', url: `${base.url}${p.path}`, pid: base.pid, opts },
           { name: p.label, url: `${svc.url}${p.path}`, pid: svc.pid, opts },
+          ROUNDS,
         );
         rows.push({ label: p.label, c });
         process.stdout.write(
@@ -197,6 +200,7 @@ export default async function run() {
           const c = await compareCpu(
             { name: 'off', url: `${bare.url}${p.path}`, pid: bare.pid, opts: LOAD },
             { name: p.label, url: `${full.url}${p.path}`, pid: full.pid, opts: LOAD },
+            ROUNDS,
           );
           mo.push({ label: p.label, c });
           process.stdout.write(
@@ -218,7 +222,7 @@ export default async function run() {
     }
     const intro = [
       `Each side in its own process, load from a third (autocannon -c ${LOAD.connections}, 1 s warm-up then ${SECONDS} s measured),`,
-      'three alternating rounds, medians. CPU = utime + stime of the listening process and its children from `/proc/<pid>/stat`',
+      `${ROUNDS} alternating rounds, medians. CPU = utime + stime of the listening process and its children from \`/proc/<pid>/stat\``,
       'over the measured window, divided by the responses counted; CPU ratio = bare ÷ service (target ≥ 0.77, i.e. the service',
       `costs at most 1.3× the bare route). Service at \`LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'info'}\` (as deployed, logs to /dev/null),`,
       'NODE_ENV=production, metrics on, jobs off. The bare route answers the captured bytes and headers, declared with the same route pattern (`/api/v1/events/:slug` is parametric on both sides); for the bearer route it',
