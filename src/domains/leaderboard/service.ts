@@ -244,8 +244,9 @@ export function finishPage(deps: ReadDeps, input: Pick<LeaderboardQuery, 'catego
 }
 
 /**
- * GET /leaderboard. Returns the serialised page (a JSON string), so cached
- * pages skip both the database and serialisation.
+ * GET /leaderboard. Returns the serialised page (the cached entry when the
+ * page is cacheable), so cached pages skip both the database and
+ * serialisation; finishPage appends the freshness.
  */
 export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery): Promise<CachedPage> {
   const q = queryKey(input);
