@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { PG_URL, withDatabase } from './helpers/env.js';
-import { ROOT } from './helpers/server-process.js';
+import { runScript } from './helpers/server-process.js';
 
 function migrateInChild(url: string): Promise<{ code: number | null; out: string }> {
   const script = `
@@ -14,16 +13,7 @@ function migrateInChild(url: string): Promise<{ code: number | null; out: string
     await h.close();
     console.log('migrated');
   `;
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', URL: url },
-    });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    child.on('exit', (code) => resolve({ code, out }));
-  });
+  return runScript(script, { env: { URL: url } });
 }
 
 describe('migrations on PostgreSQL', () => {

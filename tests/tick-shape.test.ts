@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { ROOT } from './helpers/server-process.js';
+import { runScript } from './helpers/server-process.js';
 
 /**
  * Runs settleTickObjectShape() in a fresh Node process (the state it changes is the process's) with
@@ -33,17 +32,7 @@ function inChild(): Promise<{ code: number | null; out: string }> {
       laterIdsKeepTheMap: shape !== undefined && later.every((o) => haveSameMap(o, shape)),
     }));
   `;
-  return new Promise((resolve) => {
-    const child = spawn(
-      process.execPath,
-      ['--expose-internals', '--allow-natives-syntax', '--import', 'tsx', '--input-type=module', '-e', script],
-      { cwd: ROOT, env: { PATH: process.env.PATH ?? '' } },
-    );
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    child.on('exit', (code) => resolve({ code, out }));
-  });
+  return runScript(script, { nodeArgs: ['--expose-internals', '--allow-natives-syntax'] });
 }
 
 describe('settleTickObjectShape (issue 21)', () => {

@@ -37,6 +37,27 @@ export function startServer(env: Record<string, string | undefined>, opts: { cwd
   return Object.assign(child, { output: () => out });
 }
 
+/**
+ * Runs an ES module script (TypeScript imports allowed, paths relative to the repository) in a fresh Node
+ * process with `nodeArgs` before tsx's loader and exactly PATH plus `env`; resolves with its exit code and
+ * its stdout and stderr together.
+ */
+export async function runScript(
+  script: string,
+  opts: { env?: Record<string, string>; nodeArgs?: string[] } = {},
+): Promise<{ code: number | null; out: string }> {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', TSX_LOADER, '--input-type=module', '-e', script], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const [code] = await once(child, 'exit');
+  return { code: code as number | null, out };
+}
+
 export async function waitForExit(child: ChildProcess, timeoutMs = 30_000): Promise<number | null> {
   if (child.exitCode !== null) return child.exitCode;
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
