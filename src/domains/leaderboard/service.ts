@@ -215,7 +215,7 @@ export interface BoardFreshness {
  * older than 30 minutes, when the latest leaderboard-sync failed, or before
  * the first sync.
  */
-export function cachedBoardFreshness(deps: ReadDeps, category: string, period: string): BoardFreshness {
+function cachedBoardFreshness(deps: ReadDeps, category: string, period: string): BoardFreshness {
   const p = deps.cache.pointers;
   const pointer = p?.map.get(`${category}|${period}`);
   if (!p || !pointer) return { syncedAt: null, stale: true };
@@ -224,7 +224,7 @@ export function cachedBoardFreshness(deps: ReadDeps, category: string, period: s
 }
 
 /** Adds `syncedAt` and `stale` to a serialised page (cached pages are kept without them: they age). */
-export function withBoardFreshness(body: string, f: BoardFreshness): string {
+function withBoardFreshness(body: string, f: BoardFreshness): string {
   return `${body.slice(0, -1)},"syncedAt":${f.syncedAt ? `"${f.syncedAt.toISOString()}"` : 'null'},"stale":${f.stale}}`;
 }
 
