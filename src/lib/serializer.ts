@@ -30,13 +30,30 @@ export const serializerCompiler: FastifySerializerCompiler<z.ZodType> = (args) =
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 /**
- * Sends a body that is already serialised JSON, as is (Fastify does not
- * re-serialise a string with a content type): synchronously when `ready` is
- * at hand (a cache hit: no promise, no microtask), else once `produce`
- * resolves. Route response schemas still describe the body in the OpenAPI
- * document.
+ * A serialised body kept to be sent many times, as its UTF-8 bytes. Node
+ * writes a Buffer as it is; a string body is appended to the header block and
+ * encoded again on every send, which cost ~1.3 µs of CPU per request on a
+ * 21 KB leaderboard page (tests/bench/RESULTS.md, issue 21).
  */
-export function sendSerialized(reply: FastifyReply, ready: string | undefined, produce: () => Promise<string>): void | Promise<void> {
+export type CachedBody = Buffer;
+
+/** The bytes a cache keeps for a body produced as a string (encoded once). */
+export function cachedBody(body: string): CachedBody {
+  return Buffer.from(body, 'utf8');
+}
+
+/**
+ * Sends a body that is already serialised JSON, as is (Fastify does not
+ * re-serialise a string or a Buffer with a content type): synchronously when
+ * `ready` is at hand (a cache hit: no promise, no microtask), else once
+ * `produce` resolves. Route response schemas still describe the body in the
+ * OpenAPI document.
+ */
+export function sendSerialized(
+  reply: FastifyReply,
+  ready: string | CachedBody | undefined,
+  produce: () => Promise<string | CachedBody>,
+): void | Promise<void> {
   if (ready !== undefined) {
     reply.type(JSON_CONTENT_TYPE).send(ready);
     return;

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { createResponseCache } from '../../src/domains/events/cache.js';
+import { createResponseCache, type ReadyResponse } from '../../src/domains/events/cache.js';
 import { lastModifiedOf } from '../../src/domains/events/freshness.js';
+
+/** The cached body as text (the cache keeps bytes), or undefined on a miss. */
+const text = (r: ReadyResponse | undefined) => r?.body.toString('utf8');
 
 describe('events response cache', () => {
   it('peek answers only a produced, fresh entry; misses share one production; clear and TTL drop entries', async () => {
@@ -20,12 +23,12 @@ describe('events response cache', () => {
     expect(await a).toBe('body');
     expect(await b).toBe('body');
     expect(produced).toBe(1);
-    expect(cache.peek('k')).toBe('body');
+    expect(text(cache.peek('k'))).toBe('body');
 
     now += 5_000; // TTL reached
     expect(cache.peek('k')).toBeUndefined();
     await cache.get('k', async () => 'fresh');
-    expect(cache.peek('k')).toBe('fresh');
+    expect(text(cache.peek('k'))).toBe('fresh');
     cache.clear();
     expect(cache.peek('k')).toBeUndefined();
 
@@ -35,7 +38,7 @@ describe('events response cache', () => {
     await cache.get('x', async () => 'x');
     await cache.get('y', async () => 'y');
     await cache.get('z', async () => 'z');
-    expect([cache.peek('x'), cache.peek('y'), cache.peek('z')]).toEqual([undefined, 'y', 'z']);
+    expect([text(cache.peek('x')), text(cache.peek('y')), text(cache.peek('z'))]).toEqual([undefined, 'y', 'z']);
   });
 
   it('is bounded by a byte budget, not only a count: the oldest bodies leave, an oversized one is not kept', async () => {
@@ -49,6 +52,20 @@ describe('events response cache', () => {
     expect(cache.bytes).toBeLessThanOrEqual(10_000);
     cache.clear();
     expect(cache.bytes).toBe(0);
+  });
+
+  it('keeps a body as its UTF-8 bytes with its Last-Modified, and counts bytes, not characters', async () => {
+    const cache = createResponseCache({ ttlMs: 60_000, maxEntries: 10, maxBytes: 1_000_000 });
+    const body = '{"syncedAt":"2026-11-26T05:28:17.123Z","stale":false,"title":"Élection présidentielle 🇫🇷"}';
+    await cache.get('fr', async () => body);
+    const hit = cache.peek('fr')!;
+    expect(Buffer.isBuffer(hit.body)).toBe(true);
+    expect(hit.body.toString('utf8')).toBe(body);
+    expect(hit.lastModified).toBe('Thu, 26 Nov 2026 05:28:17 GMT');
+    expect(cache.bytes).toBe(Buffer.byteLength(body));
+    expect(cache.bytes).toBeGreaterThan(body.length);
+    await cache.get('none', async () => '{"syncedAt":null,"stale":true}');
+    expect(cache.peek('none')!.lastModified).toBeUndefined();
   });
 });
 

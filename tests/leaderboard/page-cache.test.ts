@@ -38,14 +38,14 @@ describe('leaderboard page cache', () => {
     const input = { category: 'OVERALL', period: '7D' } as const;
 
     const first = finishPage(deps, input, page);
-    expect(JSON.parse(first.body)).toEqual({ traders: [], nextCursor: null, syncedAt: switchedAt.toISOString(), stale: false });
+    expect(JSON.parse(first.body.toString())).toEqual({ traders: [], nextCursor: null, syncedAt: switchedAt.toISOString(), stale: false });
     expect(first.lastModified).toBe(switchedAt.toUTCString());
     expect(finishPage(deps, input, page)).toBe(first); // kept: not rebuilt per request
 
     now += 30 * 60_000; // the board turns stale: rebuilt
     const later = finishPage(deps, input, page);
     expect(later).not.toBe(first);
-    expect(JSON.parse(later.body)).toMatchObject({ stale: true });
+    expect(JSON.parse(later.body.toString())).toMatchObject({ stale: true });
     expect(finishPage(deps, { category: 'OVERALL', period: '30D' }, page)).toMatchObject({
       syncedMs: null,
       stale: true,

@@ -11,6 +11,9 @@ import { createNotificationPageCache } from '../../src/domains/notifications/pag
 
 const INTERNAL = 'internal-token-0123456789abcdef';
 
+/** A kept page as text (the cache holds bytes), or undefined on a miss. */
+const text = (page: Buffer | undefined) => page?.toString('utf8');
+
 describe('createNotificationPageCache', () => {
   const make = (over: { usable?: () => boolean; now?: () => number; maxBytes?: number } = {}) =>
     createNotificationPageCache({ ttlMs: 1_000, maxBytes: over.maxBytes ?? 1_000, usable: over.usable ?? (() => true), now: over.now });
@@ -20,14 +23,14 @@ describe('createNotificationPageCache', () => {
     c.store(c.begin('u1'), 'a', '{"a":1}');
     c.store(c.begin('u1'), 'b', '{"b":1}');
     c.store(c.begin('u2'), 'a', '{"a":2}');
-    expect([c.peek('u1', 'a'), c.peek('u1', 'b'), c.peek('u2', 'a'), c.peek('u2', 'b')]).toEqual([
+    expect([text(c.peek('u1', 'a')), text(c.peek('u1', 'b')), text(c.peek('u2', 'a')), text(c.peek('u2', 'b'))]).toEqual([
       '{"a":1}',
       '{"b":1}',
       '{"a":2}',
       undefined,
     ]);
     c.invalidate('u1');
-    expect([c.peek('u1', 'a'), c.peek('u1', 'b'), c.peek('u2', 'a')]).toEqual([undefined, undefined, '{"a":2}']);
+    expect([text(c.peek('u1', 'a')), text(c.peek('u1', 'b')), text(c.peek('u2', 'a'))]).toEqual([undefined, undefined, '{"a":2}']);
   });
 
   it('does not keep what a read in flight during an invalidation read', () => {
@@ -35,15 +38,15 @@ describe('createNotificationPageCache', () => {
     const token = c.begin('u1');
     c.invalidate('u1'); // a change committed while the read ran
     c.store(token, 'a', '{"stale":true}');
-    expect(c.peek('u1', 'a')).toBeUndefined();
+    expect(text(c.peek('u1', 'a'))).toBeUndefined();
     // A read begun after the change keeps its page.
     c.store(c.begin('u1'), 'a', '{"fresh":true}');
-    expect(c.peek('u1', 'a')).toBe('{"fresh":true}');
+    expect(text(c.peek('u1', 'a'))).toBe('{"fresh":true}');
     // clear() is an invalidation of everyone.
     const t2 = c.begin('u2');
     c.clear();
     c.store(t2, 'a', '{"stale":true}');
-    expect(c.peek('u2', 'a')).toBeUndefined();
+    expect(text(c.peek('u2', 'a'))).toBeUndefined();
   });
 
   it('expires pages after the TTL and holds at most the byte budget, oldest user first', () => {
@@ -54,12 +57,23 @@ describe('createNotificationPageCache', () => {
     c.store(c.begin('u2'), 'a', '1234567890');
     expect(c.bytes).toBe(20);
     c.store(c.begin('u3'), 'a', '1234567890'); // 30 > 25: u1 leaves
-    expect([c.peek('u1', 'a'), c.peek('u2', 'a'), c.peek('u3', 'a')]).toEqual([undefined, '1234567890', '1234567890']);
+    expect([text(c.peek('u1', 'a')), text(c.peek('u2', 'a')), text(c.peek('u3', 'a'))]).toEqual([undefined, '1234567890', '1234567890']);
     expect(c.bytes).toBe(20);
     c.store(c.begin('u4'), 'a', 'x'.repeat(26)); // alone over the budget: not kept
-    expect(c.peek('u4', 'a')).toBeUndefined();
+    expect(text(c.peek('u4', 'a'))).toBeUndefined();
     now = 1_600; // u2 was stored at 500, u3 at 500: both past 1 s
-    expect([c.peek('u2', 'a'), c.peek('u3', 'a')]).toEqual([undefined, undefined]);
+    expect([text(c.peek('u2', 'a')), text(c.peek('u3', 'a'))]).toEqual([undefined, undefined]);
+  });
+
+  it('keeps a page as its UTF-8 bytes and counts bytes, not characters', () => {
+    const c = make({ maxBytes: 25 });
+    c.store(c.begin('u1'), 'a', '{"t":"élan"}'); // 12 characters, 13 bytes
+    expect(Buffer.isBuffer(c.peek('u1', 'a'))).toBe(true);
+    expect(text(c.peek('u1', 'a'))).toBe('{"t":"élan"}');
+    expect(c.bytes).toBe(13);
+    c.store(c.begin('u2'), 'a', 'é'.repeat(13)); // 13 characters, 26 bytes: over the budget alone
+    expect(c.peek('u2', 'a')).toBeUndefined();
+    expect(c.bytes).toBe(13);
   });
 
   it('is emptied and bypassed while invalidations from other instances cannot arrive', () => {
@@ -67,11 +81,11 @@ describe('createNotificationPageCache', () => {
     const c = make({ usable: () => up });
     c.store(c.begin('u1'), 'a', '{"a":1}');
     up = false;
-    expect(c.peek('u1', 'a')).toBeUndefined();
+    expect(text(c.peek('u1', 'a'))).toBeUndefined();
     expect(c.begin('u1')).toBeUndefined();
     c.store(c.begin('u1'), 'a', '{"a":2}');
     up = true;
-    expect(c.peek('u1', 'a')).toBeUndefined(); // what was held before the outage is gone
+    expect(text(c.peek('u1', 'a'))).toBeUndefined(); // what was held before the outage is gone
     expect(c.bytes).toBe(0);
   });
 });

@@ -1,3 +1,6 @@
+import { cachedBody, type CachedBody } from '../../lib/serializer.js';
+import { lastModifiedOf } from './freshness.js';
+
 /**
  * A small per-instance cache of serialised read responses. Event data
  * changes only when a sync job writes (every 60 s at most), so the public
@@ -9,20 +12,29 @@
  * The bound is a budget of characters held (≈ bytes: the bodies are JSON), not
  * only a count: anonymous requests choose the keys, and a count of large pages
  * could pin hundreds of megabytes. The oldest entries leave first.
+ *
+ * A produced body is kept as its UTF-8 bytes with its `Last-Modified`, both
+ * worked out once: a hit sends them as they are (src/lib/serializer.ts).
  */
 export interface ResponseCache {
   get(key: string, produce: () => Promise<string>): Promise<string>;
-  /** The fresh, already-produced value of key, synchronously (the hot path: no promise, no microtask). */
-  peek(key: string): string | undefined;
+  /** The fresh, already-produced response of key, synchronously (the hot path: no promise, no microtask). */
+  peek(key: string): ReadyResponse | undefined;
   clear(): void;
   readonly size: number;
-  /** Characters held by produced entries (the budget's measure). */
+  /** Bytes held by produced entries (the budget's measure). */
   readonly bytes: number;
+}
+
+export interface ReadyResponse {
+  body: CachedBody;
+  /** docs/decisions.md §11.4: the body's `syncedAt` as an HTTP date; undefined while it is null. */
+  lastModified: string | undefined;
 }
 
 export function createResponseCache(opts: { ttlMs: number; maxEntries: number; maxBytes: number; now?: () => number }): ResponseCache {
   const now = opts.now ?? Date.now;
-  type Entry = { at: number; value: Promise<string>; done?: string };
+  type Entry = { at: number; value: Promise<string>; done?: ReadyResponse };
   const entries = new Map<string, Entry>();
   let bytes = 0;
   let generation = 0;
@@ -30,7 +42,7 @@ export function createResponseCache(opts: { ttlMs: number; maxEntries: number; m
     const e = entries.get(key);
     if (!e) return;
     entries.delete(key);
-    if (e.done !== undefined) bytes -= e.done.length;
+    if (e.done !== undefined) bytes -= e.done.body.length;
   };
   return {
     get(key, produce) {
@@ -50,9 +62,10 @@ export function createResponseCache(opts: { ttlMs: number; maxEntries: number; m
         (v) => {
           if (entries.get(key) !== entry) return;
           // A write landed while this read was in flight, or the body alone is over budget: do not keep it.
-          if (gen !== generation || v.length > opts.maxBytes) return void entries.delete(key);
-          entry.done = v;
-          bytes += v.length;
+          const body = cachedBody(v);
+          if (gen !== generation || body.length > opts.maxBytes) return void entries.delete(key);
+          entry.done = { body, lastModified: lastModifiedOf(v) };
+          bytes += body.length;
           for (const oldest of entries.keys()) {
             if (bytes <= opts.maxBytes) break;
             if (oldest !== key && entries.get(oldest)?.done !== undefined) drop(oldest);

@@ -61,18 +61,15 @@ export async function groupFreshness(dbh: DbHandle, groupId: string, venue: stri
 }
 
 const SYNCED_AT = /^\{"syncedAt":"([^"]{1,40})"/;
-// The last conversion: cached bodies repeat a handful of syncedAt values, and parsing and formatting the
-// date was the largest piece of our own code on a cached GET /events/:slug (tests/bench/RESULTS.md, issue 21).
-let lastIso = '';
-let lastHttpDate: string | undefined;
 
-/** `Last-Modified` of a serialised body whose first member is `syncedAt` (schemas.ts); undefined when null. */
+/**
+ * `Last-Modified` of a serialised body whose first member is `syncedAt` (schemas.ts); undefined when null.
+ * Worked out once per cached body (cache.ts), not per request: parsing and formatting the date was the
+ * largest piece of our own code on a cached GET /events/:slug (tests/bench/RESULTS.md, issue 21).
+ */
 export function lastModifiedOf(body: string): string | undefined {
   const m = SYNCED_AT.exec(body);
   if (!m) return undefined;
-  if (m[1] === lastIso) return lastHttpDate;
   const t = Date.parse(m[1]);
-  lastIso = m[1];
-  lastHttpDate = Number.isFinite(t) ? new Date(t).toUTCString() : undefined;
-  return lastHttpDate;
+  return Number.isFinite(t) ? new Date(t).toUTCString() : undefined;
 }

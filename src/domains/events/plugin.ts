@@ -33,8 +33,8 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
   const serve = (reply: FastifyReply, key: string, produce: () => Promise<string>) => {
     const ready = cache.peek(key);
     if (ready !== undefined) {
-      sendLastModified(reply, ready);
-      return sendSerialized(reply, ready, produce);
+      if (ready.lastModified !== undefined) reply.header('last-modified', ready.lastModified);
+      return sendSerialized(reply, ready.body, produce);
     }
     return sendSerialized(reply, undefined, () => cache.get(key, produce).then((body) => (sendLastModified(reply, body), body)));
   };

@@ -3,6 +3,7 @@ import { AppError, unavailable } from '../../errors.js';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.js';
 import { UpstreamError } from '../../lib/http.js';
 import { createSemaphore, type Semaphore } from '../../lib/semaphore.js';
+import { cachedBody, type CachedBody } from '../../lib/serializer.js';
 import { fetchTraderActivitySince, type DataApi } from '../../venues/polymarket/data-api.js';
 import { fallbackAvatar, periodMs, shortAddress, type Period } from '../../venues/polymarket/data-map.js';
 import { computeFigures } from './figures.js';
@@ -50,11 +51,11 @@ export interface CachedPage {
   finished?: FinishedPage;
 }
 
-/** A page as sent: the body with `syncedAt` and `stale`, its `Last-Modified`, and the freshness they were made for. */
+/** A page as sent: the body with `syncedAt` and `stale` (its bytes), its `Last-Modified`, and the freshness they were made for. */
 export interface FinishedPage {
   syncedMs: number | null;
   stale: boolean;
-  body: string;
+  body: CachedBody;
   lastModified: string | undefined;
 }
 
@@ -231,7 +232,8 @@ function withBoardFreshness(body: string, f: BoardFreshness): string {
 /**
  * docs/decisions.md §11.4: the page as sent, `syncedAt` and `stale` in the body and the same instant as
  * `Last-Modified`. Kept on the page until the board's freshness changes: appending copies the whole page
- * (≈ 20 KB for 50 rows) and formatting the dates cost more than the rest of a cached read; the memo sits on
+ * (≈ 20 KB for 50 rows) and formatting the dates cost more than the rest of a cached read; it is kept as bytes
+ * (src/lib/serializer.ts, CachedBody), so sending it encodes nothing; the memo sits on
  * the page object because looking a 20 KB string up as a Map key cost ~0.8 µs a request (tests/bench/RESULTS.md, issue 21).
  */
 export function finishPage(deps: ReadDeps, input: Pick<LeaderboardQuery, 'category' | 'period'>, page: CachedPage): FinishedPage {
@@ -239,7 +241,12 @@ export function finishPage(deps: ReadDeps, input: Pick<LeaderboardQuery, 'catego
   const syncedMs = f.syncedAt?.getTime() ?? null;
   const done = page.finished;
   if (done !== undefined && done.syncedMs === syncedMs && done.stale === f.stale) return done;
-  page.finished = { syncedMs, stale: f.stale, body: withBoardFreshness(page.body, f), lastModified: f.syncedAt?.toUTCString() };
+  page.finished = {
+    syncedMs,
+    stale: f.stale,
+    body: cachedBody(withBoardFreshness(page.body, f)),
+    lastModified: f.syncedAt?.toUTCString(),
+  };
   return page.finished;
 }
 

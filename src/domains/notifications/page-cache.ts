@@ -1,3 +1,5 @@
+import { cachedBody, type CachedBody } from '../../lib/serializer.js';
+
 /**
  * The first pages of users' notification lists, serialised, per instance
  * (issue #21: a bearer read that does no work must not cost a database round
@@ -16,13 +18,14 @@
  * - With Redis configured but not answering, events from other instances may
  *   be missed: the cache is then emptied and bypassed until Redis is back.
  * - Entries also expire after `ttlMs`, a bound on staleness should an event
- *   ever be lost; the budget is in characters held (≈ bytes), oldest user first.
+ *   ever be lost; the budget is in bytes held, oldest user first. Pages are kept
+ *   as their UTF-8 bytes, sent as they are (src/lib/serializer.ts).
  * Only pages without a cursor are kept (what a client reads on open and after
  * each event); deeper pages go to the database every time.
  */
 export interface NotificationPageCache {
-  /** The fresh page for (user, key), synchronously, or undefined. */
-  peek(userId: string, key: string): string | undefined;
+  /** The fresh page for (user, key), synchronously, as its bytes, or undefined. */
+  peek(userId: string, key: string): CachedBody | undefined;
   /** Call before reading the database; pass the result to store(). */
   begin(userId: string): PageToken | undefined;
   /** Keeps `body` unless the user's pages were invalidated since begin(). */
@@ -35,7 +38,7 @@ export interface NotificationPageCache {
 interface UserPages {
   gen: number;
   at: number;
-  pages: Map<string, string>;
+  pages: Map<string, CachedBody>;
   bytes: number;
 }
 
@@ -94,8 +97,10 @@ export function createNotificationPageCache(opts: PageCacheOptions): Notificatio
       }
       return { entry: e, gen: e.gen };
     },
-    store(token, key, body) {
-      if (!token || token.entry.gen !== token.gen || !opts.usable() || body.length > opts.maxBytes) return;
+    store(token, key, text) {
+      if (!token || token.entry.gen !== token.gen || !opts.usable()) return;
+      const body = cachedBody(text);
+      if (body.length > opts.maxBytes) return;
       const e = token.entry;
       const old = e.pages.get(key);
       if (old !== undefined) {
