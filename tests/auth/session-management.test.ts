@@ -169,6 +169,27 @@ describe('ending sessions', () => {
     expectProblem(await prefs(expired), 401, 'SESSION_REVOKED');
   });
 
+  it('a token verified before is still refused once its session ends or it expires (remembered verifications change neither)', async () => {
+    const s = await session();
+    expect((await prefs(s.accessToken)).statusCode).toBe(200); // verified: now remembered
+    expect((await end(s.accessToken, s.sid)).statusCode).toBe(204);
+    expectProblem(await prefs(s.accessToken), 401, 'SESSION_REVOKED');
+
+    const live = await session();
+    const exp = Math.floor(Date.now() / 1000) + 2;
+    const shortLived = createSigner({ key: SECRET, algorithm: 'HS256' })({
+      sub: live.user.id,
+      walletAddress: live.user.walletAddress,
+      chain: 'solana',
+      sid: live.sid,
+      exp,
+    });
+    expect((await prefs(shortLived)).statusCode).toBe(200);
+    expect((await prefs(shortLived)).statusCode).toBe(200);
+    await new Promise((r) => setTimeout(r, exp * 1000 - Date.now() + 50));
+    expectProblem(await prefs(shortLived), 401, 'UNAUTHORIZED');
+  });
+
   it('a token from before sessions belongs to none: accepted, current nowhere, DELETE /auth/sessions ends all', async () => {
     const w = await solanaWallet();
     const a = await session(t.app, w);
