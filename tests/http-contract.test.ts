@@ -187,6 +187,22 @@ describe('bearer JWT by default', () => {
     expect((await t.app.inject({ method: 'HEAD', url: '/api/v1/events' })).statusCode).toBe(200);
   });
 
+  it('a page served from a cache (kept as bytes) has the same JSON content type and length as when it was produced, on GET and HEAD', async () => {
+    for (const url of ['/api/v1/events', '/api/v1/leaderboard']) {
+      const first = await t.app.inject({ method: 'GET', url });
+      const cached = await t.app.inject({ method: 'GET', url });
+      const head = await t.app.inject({ method: 'HEAD', url });
+      for (const res of [first, cached, head]) {
+        expect(res.statusCode, url).toBe(200);
+        expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      }
+      expect(cached.body).toBe(first.body);
+      expect(Number(cached.headers['content-length'])).toBe(Buffer.byteLength(first.body));
+      expect(head.headers['content-length']).toBe(cached.headers['content-length']);
+      expect(head.body).toBe('');
+    }
+  });
+
   it('a malformed Authorization header → 401', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/api/v1/test/me', headers: { authorization: 'Basic abc' } });
     expectProblem(res, 401, 'UNAUTHORIZED');
