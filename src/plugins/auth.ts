@@ -56,7 +56,7 @@ declare module 'fastify' {
 export const ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
 
 /** Access tokens whose verification each instance remembers (least recently used leave first). */
-export const VERIFIED_TOKEN_CACHE_SIZE = 10_000;
+const VERIFIED_TOKEN_CACHE_SIZE = 10_000;
 
 /**
  * HS256 pinned. A client sends the same access token with every request for up to 15 minutes, so

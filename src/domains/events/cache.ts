@@ -9,9 +9,9 @@ import { lastModifiedOf } from './freshness.js';
  * a job in this process reports a write. Concurrent misses on one key share
  * one database read. Failed reads (404s included) are not kept.
  *
- * The bound is a budget of characters held (≈ bytes: the bodies are JSON), not
- * only a count: anonymous requests choose the keys, and a count of large pages
- * could pin hundreds of megabytes. The oldest entries leave first.
+ * The bound is a budget of bytes held, not only a count: anonymous requests
+ * choose the keys, and a count of large pages could pin hundreds of
+ * megabytes. The oldest entries leave first.
  *
  * A produced body is kept as its UTF-8 bytes with its `Last-Modified`, both
  * worked out once: a hit sends them as they are (src/lib/serializer.ts).

@@ -9,9 +9,8 @@ import { createResponseCache } from './cache.js';
 import { ChartQuerySchema, ChartSchema, EventDetailSchema, EventListQuerySchema, EventListSchema, SlugParamsSchema } from './schemas.js';
 import { getChart, getEvent, listEvents } from './service.js';
 
-/** docs/decisions.md §11.4: `Last-Modified` is the body's `syncedAt` (to the second); none while it is null. */
-function sendLastModified(reply: FastifyReply, body: string) {
-  const at = lastModifiedOf(body);
+/** docs/decisions.md §11.4: `Last-Modified` is the body's `syncedAt` (to the second, lastModifiedOf); none while it is null. */
+function sendLastModified(reply: FastifyReply, at: string | undefined) {
   if (at !== undefined) reply.header('last-modified', at);
 }
 
@@ -33,10 +32,12 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
   const serve = (reply: FastifyReply, key: string, produce: () => Promise<string>) => {
     const ready = cache.peek(key);
     if (ready !== undefined) {
-      if (ready.lastModified !== undefined) reply.header('last-modified', ready.lastModified);
+      sendLastModified(reply, ready.lastModified);
       return sendSerialized(reply, ready.body, produce);
     }
-    return sendSerialized(reply, undefined, () => cache.get(key, produce).then((body) => (sendLastModified(reply, body), body)));
+    return sendSerialized(reply, undefined, () =>
+      cache.get(key, produce).then((body) => (sendLastModified(reply, lastModifiedOf(body)), body)),
+    );
   };
 
   // The sync jobs of this process signal after they write: drop every cached body at once.
