@@ -15,8 +15,13 @@ import { APP_NAME, APP_VERSION } from '../lib/version.js';
  */
 export type VenueApi = 'gamma' | 'clob' | 'kalshi' | 'data';
 
-/** docs/venues.md "What we call": our budget per venue API, requests per second. */
-export const VENUE_BUDGETS: Readonly<Record<VenueApi, number>> = { gamma: 5, clob: 5, kalshi: 5, data: 2 };
+/**
+ * docs/venues.md "What we call": our budget per venue API, requests per second.
+ * Data's 4 req/s is the whole Data API budget of the process: leaderboard,
+ * enrichment, profiles on demand, followed traders and big trades all take
+ * their turns from `clients.data.limiter`.
+ */
+export const VENUE_BUDGETS: Readonly<Record<VenueApi, number>> = { gamma: 5, clob: 5, kalshi: 5, data: 4 };
 
 /**
  * Per-attempt timeouts: Gamma keyset pages reach ≈ 13 MB and Kalshi's

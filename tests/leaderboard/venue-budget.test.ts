@@ -7,7 +7,7 @@ import { arrivalTimes, budgetViolations } from '../fakes/venues/budget.js';
 /**
  * docs/venues.md "What we call": leaderboard-sync, enrichment and on-demand
  * profiles share the process's one Data API client, so together they stay
- * within its budget. The budget is scaled to 20 req/s (the real one is 2) so
+ * within its budget. The budget is scaled to 20 req/s (the real one is 4) so
  * the run is short; the fake answers the venue's own throttle (HTTP 200
  * `{"error":"Too Many Requests"}`) to any request past it.
  */

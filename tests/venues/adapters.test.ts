@@ -358,6 +358,26 @@ describe('budgets, throttles and User-Agent', () => {
     }
   });
 
+  it('the Data API budget is 4 req/s in all: one limiter, its grants within 4 × w + 4 and no slower', async () => {
+    // A virtual clock: the limiter's waits advance it, so the grant times are exact.
+    let now = 0;
+    const c = createVenueClients({ ...venues.env, POLYMARKET_DATA_API_URL: data.url } as never, {
+      now: () => now,
+      sleep: async (ms) => {
+        now += ms;
+      },
+    });
+    const times: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      await c.data.limiter.acquire();
+      times.push(now);
+    }
+    expect(budgetViolations(times, 4)).toEqual([]);
+    // 200 grants take 50 s at 4 req/s (25 s more at 8, 100 s at 2).
+    expect(Math.round(times.at(-1)! / 1000)).toBe(50);
+    expect(c.data.http.limiter).toBe(c.data.limiter);
+  });
+
   it('every venue request names us in User-Agent', async () => {
     for (const f of [venues.gamma, venues.kalshi, venues.clob, data.server]) f.reset();
     await getGammaCatalogueEvent(clients.gamma, venues.gamma.state.generated!.idOf(1));
