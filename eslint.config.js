@@ -54,7 +54,7 @@ export default tseslint.config(
           patterns: [
             {
               group: ['**/jobs/*', '**/jobs'],
-              message: 'Domains never import the scheduler: jobs compose domain functions (docs/architecture in README).',
+              message: 'Domains never import the scheduler: jobs compose domain functions (docs/architecture.md).',
             },
             { group: ['**/app', '**/app.js', '**/server', '**/server.js'], message: 'Domains never import the composition root.' },
           ],

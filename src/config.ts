@@ -4,7 +4,7 @@ import { parseProxyEntry } from './lib/client-address.js';
 
 /**
  * The environment, parsed once. Every variable of docs/decisions.md §1 (plus a few
- * operational knobs documented in the README) lives here; nothing else in the
+ * operational knobs documented in docs/configuration.md) lives here; nothing else in the
  * code base reads process.env except src/server.ts, which hands it to us.
  */
 

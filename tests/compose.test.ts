@@ -9,7 +9,7 @@ import { loadConfig } from '../src/config.js';
  * compose.yaml is checked here because no Docker engine runs in CI: it must
  * be a valid Compose file (the Compose Specification's own JSON schema,
  * vendored in tests/fixtures, see compose-spec.NOTICE.md) and have the
- * scale-out shape the README promises.
+ * scale-out shape docs/operations.md promises.
  */
 const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8');
 const compose: any = parse(read('compose.yaml'), { merge: true });

@@ -43,7 +43,7 @@ const sample = loadSampleData();
 const venues = await startFakeVenues(sample);
 const dataApi = await startFakeDataApi();
 const expo = await startFakeExpo();
-// Hot markets (README "Hot markets"): the market WebSocket fake pushes the same drift to subscribed tokens.
+// Hot markets (docs/market-data.md "Hot markets"): the market WebSocket fake pushes the same drift to subscribed tokens.
 const marketWs = await startFakeMarketWs();
 
 // 200 generated traders per board: addresses and figures from a fixed hash, ranked by the ordering.

@@ -22,7 +22,7 @@ export default async function setup({ provide }: { provide: (key: string, value:
       await admin.end({ timeout: 1 }).catch(() => {});
       throw new Error(
         `DATABASE_URL is set but PostgreSQL is not reachable at ${new URL(PG_URL).host}: ${(err as Error).message}. ` +
-          'Start it (see README) or unset DATABASE_URL to test on the embedded PGlite.',
+          'Start it (see docs/development.md "Tests") or unset DATABASE_URL to test on the embedded PGlite.',
         { cause: err },
       );
     }

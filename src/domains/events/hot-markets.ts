@@ -169,7 +169,7 @@ export function createHotMarketsLease(
 ): HotMarketsLease {
   const { redis } = deps;
   if (!redis) {
-    // Without Redis the instance is alone (README "Scaling"): it holds the venue sockets.
+    // Without Redis the instance is alone (docs/operations.md "Several instances"): it holds the venue sockets.
     queueMicrotask(() => deps.onChange(true));
     return { isHolder: () => true, close: () => Promise.resolve() };
   }

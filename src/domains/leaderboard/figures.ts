@@ -3,7 +3,7 @@ import type { ClosedPositionRow, PositionRow, TradeRow } from '../../venues/poly
 
 /**
  * The trader figures, computed from the Data API rows of one trader (pure,
- * hand-checkable; README "Leaderboard" documents each definition):
+ * hand-checkable; docs/market-data.md "Leaderboard" documents each definition):
  * - wins / losses: closed positions with realized PnL > 0 / < 0 (break-even counts as neither);
  *   winRate = wins / (wins + losses), a fraction in [0, 1].
  * - bestTrade: the largest realized PnL of one closed position (USDC).

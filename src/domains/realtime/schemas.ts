@@ -145,7 +145,7 @@ export function realtimeDocument() {
   }
   return {
     description:
-      'Socket.IO at /socket.io/ (README "Real-time"). `channels`: the events published on each channel and their payloads; ' +
+      'Socket.IO at /socket.io/ (docs/real-time.md). `channels`: the events published on each channel and their payloads; ' +
       'a client subscribes to `user:notifications` to join its own `user:<userId>:notifications`. `socket`: events sent to one socket. ' +
       'The user stream (docs/decisions.md §12): every event carries `seq` (per user, from 1, no gaps) and `unreadCount`; ' +
       '`subscribe` `{ channel: "user:notifications", lastSeq }` first sends the stored events after `lastSeq` in order, then acks ' +
