@@ -37,6 +37,7 @@ import { alertRoutes } from './domains/alerts/plugin.js';
 import { pushRoutes } from './domains/push/plugin.js';
 import { leaderboardRoutes } from './domains/leaderboard/plugin.js';
 import { realtimePlugin, type RealtimeOptions } from './domains/realtime/plugin.js';
+import { userStreams, type UserStreamOptions } from './domains/notifications/stream-hub.js';
 import { hotMarketsPlugin, type HotMarketsPluginOptions } from './domains/events/hot-markets-plugin.js';
 import { realtimeDocument } from './domains/realtime/schemas.js';
 import { asyncApiDocument } from './domains/realtime/asyncapi.js';
@@ -64,7 +65,7 @@ export interface BuildOverrides {
   /** Skip migrations when the caller already applied them. */
   migrate?: boolean;
   /** WebSocket limits and timings (tests shrink them); defaults are docs/api-contract.md §8's. */
-  realtime?: Partial<RealtimeOptions>;
+  realtime?: Partial<RealtimeOptions & UserStreamOptions>;
   /** Hot-market registry, lease and venue-socket timings (tests shrink them); defaults meet docs/decisions.md §11.2. */
   hotMarkets?: HotMarketsPluginOptions;
   /** Telegram's gap between two messages to one chat (tests of other behaviour shrink it). */
@@ -248,7 +249,15 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
 
   // docs/decisions.md §11.2: before realtime, so it sees the Socket.IO rooms from the first socket on.
   await app.register(hotMarketsPlugin, overrides.hotMarkets ?? {});
-  await app.register(realtimePlugin, overrides.realtime ?? {});
+  // docs/decisions.md §12.3: the users' streams are the notifications domain's; realtime serves them.
+  const { streamGapWaitMs, streamPageSize, ...realtime } = overrides.realtime ?? {};
+  await app.register(realtimePlugin, {
+    ...realtime,
+    userStreams: userStreams(
+      { db: app.db, log: app.log, changed: (userId) => app.signals.emit('userStreamChanged', userId) },
+      { streamGapWaitMs, streamPageSize },
+    ),
+  });
   await app.register(jobsPlugin, {
     definitions: overrides.jobs ?? jobDefinitions,
     onJobFinished: app.metrics?.jobFinished,

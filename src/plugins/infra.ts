@@ -22,7 +22,7 @@ export type DataTopic = 'events' | 'leaderboard';
  */
 export type Signals = EventEmitter<{
   dataChanged: [topic: DataTopic];
-  /** A change to this user's notifications was published by another instance (the realtime layer relays it). */
+  /** A change to this user's notifications reached its stream, from this instance or another one (notifications/stream-hub.ts). */
   userStreamChanged: [userId: string];
 }>;
 

@@ -30,7 +30,6 @@ import {
 } from './service.js';
 import { NotificationSchema, type NotificationChannel } from './types.js';
 import { createNotificationPageCache } from './page-cache.js';
-import { userOfNotificationsChannel, type Published } from '../realtime/channels.js';
 
 /** First pages of notification lists per instance (page-cache.ts): a bound on staleness should an invalidation be lost, and a budget. */
 const PAGE_CACHE_TTL_MS = 15_000;
@@ -93,18 +92,12 @@ export const notificationRoutes: FastifyPluginAsyncZod = async (app) => {
     maxBytes: PAGE_CACHE_BYTES,
     usable: () => !app.redisClient || app.redisReady(),
   });
-  // Every change to a user's notifications is published after commit: here through the bus, from other
-  // instances through the realtime layer's relay (userStreamChanged).
-  const onPublish = (m: Published) => {
-    const userId = userOfNotificationsChannel(m.channel);
-    if (userId !== undefined) pages.invalidate(userId);
-  };
-  const onRemote = (userId: string) => pages.invalidate(userId);
-  app.bus.on('publish', onPublish);
-  app.signals.on('userStreamChanged', onRemote);
+  // Every change to a user's notifications is published after commit and reaches the user's stream
+  // (stream-hub.ts), from this instance and from the others alike: the stream signals it.
+  const onChange = (userId: string) => pages.invalidate(userId);
+  app.signals.on('userStreamChanged', onChange);
   app.addHook('onClose', async () => {
-    app.bus.off('publish', onPublish);
-    app.signals.off('userStreamChanged', onRemote);
+    app.signals.off('userStreamChanged', onChange);
   });
   app.get(
     '/',

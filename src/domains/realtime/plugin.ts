@@ -13,9 +13,7 @@ import {
   userOfNotificationsChannel,
   type Published,
 } from './channels.js';
-import { readStreamEvents, readStreamHead, type StreamEvent } from '../notifications/stream.js';
-import type { StreamEventName, StreamPayload } from '../notifications/types.js';
-import { createStreamHub } from './user-stream.js';
+import type { RelayedStreamEvent, UserStreamsFactory } from './streams.js';
 import { createMemoryRegistry, createRedisRegistry, type ConnectionRegistry } from './connection-limits.js';
 import {
   AuthRequestSchema,
@@ -59,10 +57,6 @@ export interface RealtimeOptions {
   /** Redis counters: heartbeat period and how long an entry outlives its last heartbeat. */
   heartbeatMs: number;
   entryTtlMs: number;
-  /** User streams (docs/decisions.md §12.3): how long an event that overtook others waits before the missing ones are read from the database. */
-  streamGapWaitMs: number;
-  /** Stored events per database read while replaying a resume. */
-  streamPageSize: number;
 }
 
 export const REALTIME_DEFAULTS: RealtimeOptions = {
@@ -75,8 +69,11 @@ export const REALTIME_DEFAULTS: RealtimeOptions = {
   expiryLeadMs: 5_000,
   heartbeatMs: 10_000,
   entryTtlMs: 30_000,
-  streamGapWaitMs: 150,
-  streamPageSize: 1000,
+};
+
+export type RealtimePluginOptions = Partial<RealtimeOptions> & {
+  /** The users' streams served on `user:notifications` (the notifications domain's, built in src/app.ts). */
+  userStreams: UserStreamsFactory;
 };
 
 const MINUTE = 60_000;
@@ -139,8 +136,8 @@ function swallowRejections(client: Redis, onError: (err: unknown) => void) {
  * carries every publish to every instance and the connection limits are
  * shared (see connection-limits.ts).
  */
-export const realtimePlugin = fp<Partial<RealtimeOptions>>(
-  async (app, opts) => {
+export const realtimePlugin = fp<RealtimePluginOptions>(
+  async (app, { userStreams, ...opts }) => {
     const o: RealtimeOptions = { ...REALTIME_DEFAULTS, ...opts };
     const { config } = app;
 
@@ -210,17 +207,11 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
     const expiryTimers = new Map<string, NodeJS.Timeout>();
     let closing = false;
 
-    // docs/decisions.md §12.3: users' streams reach sockets through the hub (in seq order, gaps
-    // filled from the database), not through a room broadcast.
-    const hub = createStreamHub({
-      readHead: (userId) => readStreamHead(app.db, userId),
-      readEvents: (userId, after, upto, limit) => readStreamEvents(app.db, userId, after, upto, limit),
-      broadcast: (ids, event, payload) =>
-        (io.local.to(ids) as unknown as { emit(event: string, payload: unknown): boolean }).emit(event, payload),
-      log: app.log,
-      gapWaitMs: o.streamGapWaitMs,
-      pageSize: o.streamPageSize,
-    });
+    // docs/decisions.md §12.3: users' streams reach sockets through their owner's hub (in seq order,
+    // gaps filled from the database), not through a room broadcast.
+    const hub = userStreams((ids, event, payload) =>
+      (io.local.to(ids) as unknown as { emit(event: string, payload: unknown): boolean }).emit(event, payload),
+    );
 
     /** A refusal code for a token that does not verify: a revoked session says so (docs/decisions.md §10.6). */
     const tokenFailure = (err: unknown): 'SESSION_REVOKED' | 'UNAUTHORIZED' =>
@@ -423,8 +414,12 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
     const onPublish = (msg: Published) => {
       const streamUser = userOfNotificationsChannel(msg.channel);
       if (streamUser !== undefined) {
-        const payload = msg.payload as StreamPayload;
-        const event: StreamEvent = { userId: streamUser, seq: payload?.seq, event: msg.event as StreamEventName, payload };
+        const event: RelayedStreamEvent = {
+          userId: streamUser,
+          seq: (msg.payload as { seq: number } | undefined)?.seq as number,
+          event: msg.event,
+          payload: msg.payload,
+        };
         hub.receive(event);
         // Other instances get it through the adapter's Redis channel and put it in order there.
         if (forwardStream) io.serverSideEmit('stream:event', event);
@@ -437,11 +432,7 @@ export const realtimePlugin = fp<Partial<RealtimeOptions>>(
       }
     };
     app.bus.on('publish', onPublish);
-    io.on('stream:event', (event: StreamEvent) => {
-      hub.receive(event);
-      // Cached notification pages of this user on this instance are now stale (notifications/page-cache.ts).
-      app.signals.emit('userStreamChanged', event.userId);
-    });
+    io.on('stream:event', (event: RelayedStreamEvent) => hub.receive(event));
 
     // docs/decisions.md §10.6: an ended session's sockets on this instance are told and dropped
     // (every instance learns the ended ids through the auth plugin's revocation store).

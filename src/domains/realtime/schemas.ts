@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { AuthUser } from '../../plugins/auth.js';
 import { STREAM_EVENTS, type StreamPayload } from '../notifications/types.js';
-import type { StreamEvent } from '../notifications/stream.js';
+import type { RelayedStreamEvent } from './streams.js';
 
 /** Client → server `subscribe` / `unsubscribe` envelope. Anything else is INVALID_CHANNEL. */
 export const ChannelRequestSchema = z.strictObject({
@@ -165,7 +165,7 @@ export interface ClientToServerEvents {
 
 /** Between instances (through the Redis adapter): a user stream event published on another instance. */
 export interface InterServerEvents {
-  'stream:event': (event: StreamEvent) => void;
+  'stream:event': (event: RelayedStreamEvent) => void;
 }
 
 export interface SocketData {

@@ -1,4 +1,6 @@
-import type { StreamEvent } from '../notifications/stream.js';
+import type { DbOrTx } from '../../db/index.js';
+import type { RelayedStreamEvent, StreamSocket, SubscribeOutcome, UserStreams, UserStreamsFactory } from '../realtime/streams.js';
+import { readStreamEvents, readStreamHead, type StreamEvent } from './stream.js';
 
 /**
  * Delivery of users' streams (`user:notifications`, docs/decisions.md §12.3)
@@ -21,14 +23,6 @@ import type { StreamEvent } from '../notifications/stream.js';
  * replay and the live events).
  */
 
-/** The little of a Socket.IO socket the hub uses. */
-export interface StreamSocket {
-  id: string;
-  readonly connected: boolean;
-  emit(event: string, payload: unknown): unknown;
-  disconnect(close?: boolean): unknown;
-}
-
 export interface StreamHubDeps {
   /** The user's latest seq in the database. */
   readHead(userId: string): Promise<number>;
@@ -37,16 +31,13 @@ export interface StreamHubDeps {
   /** Sends one event to several of this instance's sockets at once. */
   broadcast(socketIds: string[], event: string, payload: unknown): void;
   log: { warn(obj: object, msg: string): void };
+  /** Told of every event received (from this instance or another one), before it is handed out: per-instance caches of the user's notifications drop. */
+  changed?(userId: string): void;
   /** How long an event that arrived ahead of its predecessors waits for them before they are read from the database. */
   gapWaitMs: number;
   /** Events per database read while replaying. */
   pageSize: number;
 }
-
-export type SubscribeOutcome =
-  | { ok: true; seq: number; reset?: true }
-  /** The socket left, or subscribed again, before this subscribe finished. */
-  | { ok: false };
 
 interface Cursor {
   socket: StreamSocket;
@@ -66,16 +57,9 @@ interface UserStream {
   sockets: Map<string, Cursor>;
 }
 
-export interface StreamHub {
-  /** Adds (or re-adds) a socket to its user's stream; resolves once the replay is sent, with the ack's `seq` and `reset`. */
-  subscribe(socket: StreamSocket, userId: string, lastSeq?: number): Promise<SubscribeOutcome>;
-  /** Removes a socket (unsubscribe, token expiry, disconnect). */
-  unsubscribe(socketId: string): void;
-  /** An event published on this instance or another one. */
-  receive(event: StreamEvent): void;
+export interface StreamHub extends UserStreams {
   /** Users with sockets here (for tests and metrics). */
   size(): number;
-  close(): void;
 }
 
 export function createStreamHub(deps: StreamHubDeps): StreamHub {
@@ -251,7 +235,10 @@ export function createStreamHub(deps: StreamHubDeps): StreamHub {
   return {
     subscribe,
     unsubscribe: remove,
-    receive(e) {
+    receive(relayed: RelayedStreamEvent) {
+      // Published by this domain (stream.ts) and checked against the contract there.
+      const e = relayed as StreamEvent;
+      deps.changed?.(e.userId);
       const u = users.get(e.userId);
       if (!u) return;
       if (!Number.isSafeInteger(e.seq) || e.seq < 1) {
@@ -269,4 +256,34 @@ export function createStreamHub(deps: StreamHubDeps): StreamHub {
       userOf.clear();
     },
   };
+}
+
+/** Stream timings (tests shrink them). */
+export interface UserStreamOptions {
+  /** How long an event that overtook others waits before the missing ones are read from the database. */
+  streamGapWaitMs: number;
+  /** Stored events per database read while replaying a resume. */
+  streamPageSize: number;
+}
+
+export const USER_STREAM_DEFAULTS: UserStreamOptions = { streamGapWaitMs: 150, streamPageSize: 1000 };
+
+/**
+ * The users' streams the realtime layer serves on `user:notifications`, read
+ * from `db`; `changed` hears of every event, local or from another instance.
+ */
+export function userStreams(
+  deps: { db: DbOrTx; log: StreamHubDeps['log']; changed(userId: string): void },
+  opts: Partial<UserStreamOptions> = {},
+): UserStreamsFactory {
+  return (broadcast) =>
+    createStreamHub({
+      readHead: (userId) => readStreamHead(deps.db, userId),
+      readEvents: (userId, after, upto, limit) => readStreamEvents(deps.db, userId, after, upto, limit),
+      broadcast,
+      log: deps.log,
+      changed: (userId) => deps.changed(userId),
+      gapWaitMs: opts.streamGapWaitMs ?? USER_STREAM_DEFAULTS.streamGapWaitMs,
+      pageSize: opts.streamPageSize ?? USER_STREAM_DEFAULTS.streamPageSize,
+    });
 }
