@@ -28,6 +28,17 @@ const httpUrl = (name: string) =>
       .transform((v) => v.replace(/\/+$/, '')),
   );
 
+/** A boolean variable without a fixed default: undefined when unset (the default depends on others). */
+const optionalBool = z.preprocess(
+  emptyToUndefined,
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], {
+      message: 'must be one of true, false, 1, 0, yes, no, on, off',
+    })
+    .optional()
+    .transform((v) => (v === undefined ? undefined : ['true', '1', 'yes', 'on'].includes(v))),
+);
+
 const bool = (def: boolean) =>
   z.preprocess(
     emptyToUndefined,
@@ -225,7 +236,8 @@ const EnvSchema = z
       emptyToUndefined,
       z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(1, 'must be a positive EIP-155 chain id').default(1),
     ),
-    SIGN_IN_BARE_NONCE: bool(true),
+    // docs/decisions.md §10.7: `true` outside production, `false` with NODE_ENV=production (resolved in loadConfig).
+    SIGN_IN_BARE_NONCE: optionalBool,
     // docs/decisions.md §12.1: how long a user's stream events are kept for resume (whichever keeps more).
     STREAM_KEEP_DAYS: z.preprocess(
       emptyToUndefined,
@@ -248,6 +260,10 @@ const EnvSchema = z
     if (env.NODE_ENV === 'production') {
       if (!env.JWT_SECRET) {
         ctx.addIssue({ code: 'custom', path: ['JWT_SECRET'], message: 'is required when NODE_ENV=production' });
+      }
+      // docs/decisions.md §10.7: the message's domain is never taken from the request in production.
+      for (const name of ['SIGN_IN_DOMAIN', 'SIGN_IN_URI'] as const) {
+        if (!env[name]) ctx.addIssue({ code: 'custom', path: [name], message: 'is required when NODE_ENV=production' });
       }
       if (env.CORS_ORIGINS.some((o) => o.startsWith('http://'))) {
         ctx.addIssue({
@@ -274,8 +290,9 @@ type Env = z.output<typeof EnvSchema>;
 export const CONFIG_VARIABLES: readonly string[] = Object.keys(EnvSchema.shape);
 
 export type Config = Readonly<
-  Omit<Env, 'JWT_SECRET'> & {
+  Omit<Env, 'JWT_SECRET' | 'SIGN_IN_BARE_NONCE'> & {
     JWT_SECRET: string;
+    SIGN_IN_BARE_NONCE: boolean;
     /** true when JWT_SECRET was generated for this process (development only). */
     jwtSecretGenerated: boolean;
     isProduction: boolean;
@@ -310,6 +327,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     ...e,
     JWT_SECRET: e.JWT_SECRET ?? randomBytes(48).toString('base64url'),
     IDP_ISSUER: e.IDP_ISSUER ?? e.IDP_USERINFO_URL,
+    SIGN_IN_BARE_NONCE: e.SIGN_IN_BARE_NONCE ?? e.NODE_ENV !== 'production',
     jwtSecretGenerated,
     isProduction: e.NODE_ENV === 'production',
     databaseKind: e.DATABASE_URL.startsWith('pglite:') ? 'pglite' : 'postgres',

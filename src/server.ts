@@ -40,6 +40,11 @@ async function main() {
   } else if (config.jwtSecretGenerated) {
     app.log.warn('JWT_SECRET is not set: using a random key for this process; tokens will not survive a restart');
   }
+  if (config.isProduction && config.SIGN_IN_BARE_NONCE) {
+    app.log.warn(
+      'SIGN_IN_BARE_NONCE=true in production: a signature over the bare nonce names no domain, so a phishing page can relay it (docs/decisions.md §10.7)',
+    );
+  }
   if (config.databaseKind === 'pglite') {
     app.log.info({ database: config.DATABASE_URL }, 'using the embedded PGlite database (single instance)');
   }

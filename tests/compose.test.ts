@@ -101,4 +101,20 @@ describe('compose.yaml', () => {
     // Socket.IO's long-polling fallback needs a session to stay on one instance.
     expect(nginx).toMatch(/^\s*ip_hash;/m);
   });
+
+  it('drops unknown hosts at a default server and names the sign-in host (decisions §10.7)', () => {
+    const servers = nginx.split(/^server \{/m).slice(1);
+    const fallback = servers.find((b) => /listen 80 default_server;/.test(b));
+    expect(fallback).toBeDefined();
+    expect(fallback).toMatch(/return 444;/);
+    expect(fallback).not.toMatch(/proxy_pass/);
+    const api = servers.find((b) => /proxy_pass http:\/\/api;/.test(b))!;
+    expect(api).not.toMatch(/default_server/);
+    const names = /server_name ([^;]+);/.exec(api)![1].split(/\s+/);
+    for (const [, s] of instances()) {
+      const domain = interpolate(String(s.environment.SIGN_IN_DOMAIN), {});
+      expect(names).toContain(domain.replace(/:\d+$/, ''));
+      expect(interpolate(String(s.environment.SIGN_IN_URI), {})).toMatch(new RegExp(`^https?://${domain}$`));
+    }
+  });
 });

@@ -154,12 +154,29 @@ describe('configuration', () => {
       const problems = problemsOf({
         NODE_ENV: 'production',
         JWT_SECRET: 'x'.repeat(32),
+        SIGN_IN_DOMAIN: 'app.example.com',
+        SIGN_IN_URI: 'https://app.example.com',
         CORS_ORIGINS: `https://app.example.com,${origin}`,
       });
       expect(problems, origin).toHaveLength(1);
       expect(problems[0]).toMatch(/^CORS_ORIGINS: /);
     }
     expect(loadConfig({ NODE_ENV: 'development', CORS_ORIGINS: 'http://localhost:5173' }).CORS_ORIGINS).toEqual(['http://localhost:5173']);
+  });
+
+  it('production requires SIGN_IN_DOMAIN and SIGN_IN_URI and turns the bare nonce off by default (decisions §10.7)', () => {
+    const base = { NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(32) };
+    const problems = problemsOf(base);
+    expect(problems.some((p) => p.startsWith('SIGN_IN_DOMAIN:') && p.includes('production'))).toBe(true);
+    expect(problems.some((p) => p.startsWith('SIGN_IN_URI:') && p.includes('production'))).toBe(true);
+    expect(problemsOf({ ...base, SIGN_IN_DOMAIN: 'app.example.com' })).toEqual(['SIGN_IN_URI: is required when NODE_ENV=production']);
+    const prod = loadConfig({ ...base, SIGN_IN_DOMAIN: 'app.example.com', SIGN_IN_URI: 'https://app.example.com' });
+    expect(prod.SIGN_IN_BARE_NONCE).toBe(false);
+    expect(
+      loadConfig({ ...base, SIGN_IN_DOMAIN: 'app.example.com', SIGN_IN_URI: 'https://app.example.com', SIGN_IN_BARE_NONCE: 'true' })
+        .SIGN_IN_BARE_NONCE,
+    ).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'development' }).SIGN_IN_BARE_NONCE).toBe(true);
   });
 
   it('refuses unsafe production config', () => {

@@ -223,7 +223,10 @@ describe('headers', () => {
   });
 
   it('production adds HSTS', async () => {
-    const p = await buildTestApp({ NODE_ENV: 'production' }, { db: t.db });
+    const p = await buildTestApp(
+      { NODE_ENV: 'production', SIGN_IN_DOMAIN: 'app.example.com', SIGN_IN_URI: 'https://app.example.com' },
+      { db: t.db },
+    );
     const res = await p.app.inject({ method: 'GET', url: '/health/live' });
     expect(res.headers['strict-transport-security']).toBe('max-age=31536000; includeSubDomains');
     await p.close();

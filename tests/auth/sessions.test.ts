@@ -12,7 +12,17 @@ let t: TestApp;
 let prod: TestApp;
 beforeAll(async () => {
   t = await buildTestApp({ JWT_SECRET: SECRET });
-  prod = await buildTestApp({ JWT_SECRET: SECRET, NODE_ENV: 'production', COOKIE_DOMAIN: 'example.com' }, { db: t.db });
+  prod = await buildTestApp(
+    {
+      JWT_SECRET: SECRET,
+      NODE_ENV: 'production',
+      COOKIE_DOMAIN: 'example.com',
+      SIGN_IN_DOMAIN: 'app.example.com',
+      SIGN_IN_URI: 'https://app.example.com',
+      SIGN_IN_BARE_NONCE: 'true',
+    },
+    { db: t.db },
+  );
 });
 afterAll(async () => {
   await prod?.close();

@@ -51,10 +51,17 @@ describe('GET /auth/wallet/nonce returns a ready-to-sign message', () => {
     const w = evmWallet();
     const n = await nonceFor(t, w);
     const m = parseSiweMessage(n.message);
-    expect(m).toMatchObject({ domain: 'localhost', address: w.address, uri: 'http://localhost', version: '1', chainId: 1, nonce: n.nonce });
+    expect(m).toMatchObject({
+      domain: '127.0.0.1:3000',
+      address: w.address,
+      uri: 'http://127.0.0.1:3000',
+      version: '1',
+      chainId: 1,
+      nonce: n.nonce,
+    });
     expect(Math.abs(m.issuedAt!.getTime() - Date.now())).toBeLessThan(5_000);
     expect(m.expirationTime!.toISOString()).toBe(n.expiresAt);
-    expect(n.message.startsWith('localhost wants you to sign in with your Ethereum account:\n')).toBe(true);
+    expect(n.message.startsWith('127.0.0.1:3000 wants you to sign in with your Ethereum account:\n')).toBe(true);
   });
 
   it('solana: the Sign-In With Solana text with Chain ID mainnet', async () => {
@@ -62,10 +69,10 @@ describe('GET /auth/wallet/nonce returns a ready-to-sign message', () => {
     const n = await nonceFor(t, w);
     const lines = n.message.split('\n');
     expect(lines.slice(0, 7)).toEqual([
-      'localhost wants you to sign in with your Solana account:',
+      '127.0.0.1:3000 wants you to sign in with your Solana account:',
       w.address,
       '',
-      'URI: http://localhost',
+      'URI: http://127.0.0.1:3000',
       'Version: 1',
       'Chain ID: mainnet',
       `Nonce: ${n.nonce}`,
@@ -76,7 +83,22 @@ describe('GET /auth/wallet/nonce returns a ready-to-sign message', () => {
   it("a listed Origin (the page the wallet is asked from) is the message's domain and URI; an unlisted one is not", async () => {
     const w = evmWallet();
     expect(parseSiweMessage((await nonceFor(t, w, { origin: PAGE })).message)).toMatchObject({ domain: 'app.example.com', uri: PAGE });
-    expect(parseSiweMessage((await nonceFor(t, w, { origin: 'https://phish.example' })).message)).toMatchObject({ domain: 'localhost' });
+    expect(parseSiweMessage((await nonceFor(t, w, { origin: 'https://phish.example' })).message)).toMatchObject({
+      domain: '127.0.0.1:3000',
+    });
+  });
+
+  it('never takes the domain from Host or X-Forwarded-Host: a phishing site gets our listening address, not its own name', async () => {
+    const w = evmWallet();
+    for (const headers of [
+      { host: 'phish.example' },
+      { 'x-forwarded-host': 'phish.example' },
+      { host: 'phish.example', 'x-forwarded-proto': 'https' },
+    ] as Array<Record<string, string>>) {
+      const n = await nonceFor(t, w, headers);
+      expect(n.message).not.toContain('phish.example');
+      expect(parseSiweMessage(n.message)).toMatchObject({ domain: '127.0.0.1:3000', uri: 'http://127.0.0.1:3000' });
+    }
   });
 
   it('SIGN_IN_DOMAIN, SIGN_IN_URI and SIGN_IN_CHAIN_ID win', async () => {
@@ -119,12 +141,12 @@ describe('POST /auth/wallet with the signed message', () => {
     const s = await solanaWallet();
     const sn = await nonceFor(t, s);
     const siws = [
-      `localhost wants you to sign in with your Solana account:`,
+      `127.0.0.1:3000 wants you to sign in with your Solana account:`,
       s.address,
       '',
       'Sign in to the prediction market.',
       '',
-      'URI: http://localhost',
+      'URI: http://127.0.0.1:3000',
       'Version: 1',
       'Chain ID: mainnet',
       `Nonce: ${sn.nonce}`,
@@ -137,8 +159,8 @@ describe('POST /auth/wallet with the signed message', () => {
   it('a message that differs from what was issued is 401 INVALID_MESSAGE, and the attempt consumes the nonce', async () => {
     const w = evmWallet();
     const cases: Array<(m: string, nonce: string) => string> = [
-      (m) => m.replace('localhost wants', 'phish.example wants'),
-      (m) => m.replace('URI: http://localhost', 'URI: https://phish.example'),
+      (m) => m.replace('127.0.0.1:3000 wants', 'phish.example wants'),
+      (m) => m.replace('URI: http://127.0.0.1:3000', 'URI: https://phish.example'),
       (m) => m.replace('Chain ID: 1', 'Chain ID: 137'),
       (m, nonce) => m.replace(`Nonce: ${nonce}`, 'Nonce: abcdefgh12345'),
       (m) => m.replace('Version: 1', 'Version: 2'),

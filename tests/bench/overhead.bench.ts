@@ -90,6 +90,8 @@ export async function setupOverhead() {
     const bearer = { authorization: `Bearer ${token}` };
     const serviceEnv = async (extra: Record<string, string> = {}) => ({
       NODE_ENV: 'production',
+      SIGN_IN_DOMAIN: 'app.example.com',
+      SIGN_IN_URI: 'https://app.example.com',
       DATABASE_URL: dbUrl,
       REDIS_URL: REDIS_URL!,
       JWT_SECRET,

@@ -14,13 +14,23 @@ const AUTHORITY =
   /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 type OriginConfig = Pick<Config, 'CORS_ORIGINS' | 'SIGN_IN_DOMAIN' | 'SIGN_IN_URI'>;
+type TargetConfig = OriginConfig & Pick<Config, 'HOST' | 'PORT'>;
+
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '*']);
+
+/** `HOST:PORT` of the listener, 127.0.0.1 for a wildcard HOST, IPv6 literals bracketed. */
+function listeningAuthority(config: Pick<Config, 'HOST' | 'PORT'>): string {
+  const host = WILDCARD_HOSTS.has(config.HOST) ? '127.0.0.1' : config.HOST;
+  const shown = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  return `${shown}:${config.PORT}`;
+}
 
 /**
  * The service's own origin (docs/decisions.md §10.4): the scheme and host of
  * SIGN_IN_URI when set, else of the request (`Host`, and X-Forwarded-Proto
  * from a trusted proxy). Undefined when the Host header is not a host.
  */
-export function ownOrigin(config: OriginConfig, req: RequestOriginInfo): string | undefined {
+function ownOrigin(config: OriginConfig, req: RequestOriginInfo): string | undefined {
   if (config.SIGN_IN_URI) return new URL(config.SIGN_IN_URI).origin;
   const host = req.host?.toLowerCase();
   if (!host || !AUTHORITY.test(host)) return undefined;
@@ -53,9 +63,11 @@ export function cookieRefreshAllowed(config: OriginConfig, req: RequestOriginInf
  * docs/decisions.md §10.7: the domain and URI of the ready-to-sign message.
  * SIGN_IN_DOMAIN / SIGN_IN_URI when set (one derives the other); else the
  * page the wallet is asked from, when its Origin is listed in CORS_ORIGINS;
- * else the service's own origin.
+ * else (production requires SIGN_IN_DOMAIN and SIGN_IN_URI) the listening
+ * address over http. Never the request's Host or X-Forwarded-Host: a phishing
+ * site could otherwise have us issue a message in its own name.
  */
-export function messageTarget(config: OriginConfig, req: RequestOriginInfo): IssuedMessage {
+export function messageTarget(config: TargetConfig, req: Pick<RequestOriginInfo, 'origin'>): IssuedMessage {
   if (config.SIGN_IN_DOMAIN || config.SIGN_IN_URI) {
     const uri = config.SIGN_IN_URI ?? `https://${config.SIGN_IN_DOMAIN}`;
     return { domain: config.SIGN_IN_DOMAIN ?? new URL(uri).host, uri };
@@ -63,6 +75,6 @@ export function messageTarget(config: OriginConfig, req: RequestOriginInfo): Iss
   if (req.origin !== undefined && config.CORS_ORIGINS.includes(req.origin)) {
     return { domain: new URL(req.origin).host, uri: req.origin };
   }
-  const own = ownOrigin(config, req) ?? `${req.protocol}://localhost`;
-  return { domain: new URL(own).host, uri: own };
+  const domain = listeningAuthority(config);
+  return { domain, uri: `http://${domain}` };
 }

@@ -146,7 +146,8 @@ export const authRoutes: FastifyPluginAsyncZod = async (app) => {
           'ready-to-sign, domain-bound text (docs/decisions.md §10.7) with the address, the nonce, `Issued At` (now) and ' +
           "`Expiration Time` (the nonce's expiry). `evm`: EIP-4361 (Sign-In with Ethereum), `Chain ID` from SIGN_IN_CHAIN_ID " +
           '(default 1); `solana`: the Sign-In With Solana text, `Chain ID: mainnet`. Its domain and URI are SIGN_IN_DOMAIN and ' +
-          "SIGN_IN_URI when set, else the request's Origin when it is listed in CORS_ORIGINS, else the service's own origin. " +
+          "SIGN_IN_URI when set (both required in production), else the request's Origin when it is listed in CORS_ORIGINS, " +
+          "else the listening address (HOST:PORT over http); never the request's Host or X-Forwarded-Host. " +
           'The nonce is consumed by the first sign-in attempt that presents it, whether or not the signature verifies. EVM ' +
           'addresses are compared case-insensitively. Malformed address → 400. 20/min per client address (malformed ' +
           'requests count; a refused request is issued no nonce).',
@@ -176,8 +177,8 @@ export const authRoutes: FastifyPluginAsyncZod = async (app) => {
           'same format; a statement is optional). It is parsed and its domain, URI, address (any case), chain, nonce and ' +
           'version must be the ones issued with the nonce, `Issued At` within 60 s of now and `Expiration Time`, if present, ' +
           "no later than the nonce's expiry + 60 s; else 401 INVALID_MESSAGE. Without `message` the signature is over the " +
-          'bare nonce (the original flow), accepted while SIGN_IN_BARE_NONCE is true (the default; 401 INVALID_MESSAGE ' +
-          'when false). Solana: base58 ed25519 detached signature (strict RFC 8032) over the UTF-8 bytes. EVM: EIP-191 ' +
+          'bare nonce (the original flow), accepted while SIGN_IN_BARE_NONCE is true (the default outside production; false ' +
+          'by default in production; 401 INVALID_MESSAGE when false). Solana: base58 ed25519 detached signature (strict RFC 8032) over the UTF-8 bytes. EVM: EIP-191 ' +
           'personal_sign by an externally owned account; the address is stored EIP-55. Creates the user on first sign-in ' +
           '(storing `referralCode` then only) and finds it afterwards; starts a new session (its id is the `sid` of the ' +
           'access token). Sets the `refresh_token` (httpOnly, Path=/api/v1/auth), `logged_in=1` and `beta_access=1` cookies ' +
