@@ -63,6 +63,12 @@ export const markets = pgTable(
     /** Last price cycle that refreshed it as a tracked market (docs/decisions.md §11.2, §11.4). */
     trackedAt: timestamp('tracked_at', { withTimezone: true }),
     historyBackfilledAt: timestamp('history_backfilled_at', { withTimezone: true }),
+    /** When a write first saw it resolved (docs/decisions.md §17.2 `market_resolved`: the detector reads what resolved since its last run). */
+    resolvedAt: timestamp('resolved_at', { withTimezone: true }),
+    /** A resolved market's result for the side `yes_price` prices: 'yes' | 'no' (Kalshi `result`, Gamma `outcomePrices`). */
+    result: text('result'),
+    /** The label of the winning outcome (Gamma `outcomes`; "Yes"/"No" on Kalshi). */
+    resolvedOutcome: text('resolved_outcome'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
@@ -71,6 +77,11 @@ export const markets = pgTable(
     index('markets_active_idx')
       .on(t.venue)
       .where(sql`${t.status} = 'active'`),
+    // docs/decisions.md §17.2: what resolved, and what appeared, since a detector's last run.
+    index('markets_resolved_at_idx')
+      .on(t.resolvedAt)
+      .where(sql`${t.resolvedAt} is not null`),
+    index('markets_created_idx').on(t.createdAt),
   ],
 );
 
@@ -92,6 +103,30 @@ export const priceHistory = pgTable(
     index('price_history_ts_idx').on(t.ts),
     index('price_history_market_readings_idx').on(t.marketId, t.ts, t.price),
   ],
+);
+
+/**
+ * Every reading counts (docs/decisions.md §14.2, §14.3, §17.2): move alerts
+ * and `market_moved` measure against every price reading of their window,
+ * not the minute points of price_history (two readings in one minute
+ * collapse there). A run of equal readings is one row: when a reading
+ * changes a market's price, the price it held is stored with `at`, the time
+ * of its last reading (markets.price_updated_at then); the current run is
+ * the market row itself (yes_price, price_updated_at). A run counts for a
+ * window when `at` falls in it, since equal readings give the same move.
+ * So rows grow with price changes, not readings, and live 24 hours (the
+ * longest move window), pruned by price-sync.
+ */
+export const priceReadings = pgTable(
+  'price_readings',
+  {
+    marketId: text('market_id')
+      .notNull()
+      .references(() => markets.id, { onDelete: 'cascade' }),
+    at: timestamp('at', { withTimezone: true }).notNull(),
+    price: doublePrecision('price').notNull(),
+  },
+  (t) => [index('price_readings_market_at_idx').on(t.marketId, t.at, t.price), index('price_readings_at_idx').on(t.at)],
 );
 
 /**

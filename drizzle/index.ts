@@ -9,3 +9,4 @@ export * from './leaderboard.js';
 export * from './history.js';
 export * from './jobs.js';
 export * from './streams.js';
+export * from './watchlist.js';

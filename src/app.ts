@@ -34,6 +34,7 @@ import { createMessengerChannel } from './domains/messenger/channel.js';
 import { createFloodControl } from './domains/messenger/flood.js';
 import type { NotificationChannel } from './domains/notifications/types.js';
 import { alertRoutes } from './domains/alerts/plugin.js';
+import { watchlistRoutes } from './domains/watchlist/plugin.js';
 import { pushRoutes } from './domains/push/plugin.js';
 import { leaderboardRoutes } from './domains/leaderboard/plugin.js';
 import { realtimePlugin, type RealtimeOptions } from './domains/realtime/plugin.js';
@@ -243,6 +244,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   await app.register(eventsRoutes, { prefix: '/api/v1/events' });
   await app.register(notificationRoutes, { prefix: '/api/v1/notifications' });
   await app.register(alertRoutes, { prefix: '/api/v1/alerts' });
+  await app.register(watchlistRoutes, { prefix: '/api/v1/watchlist' });
   await app.register(pushRoutes, { prefix: '/api/v1/push' });
   await app.register(leaderboardRoutes, { prefix: '/api/v1/leaderboard' });
   await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot', flood });

@@ -20,6 +20,7 @@ export type ErrorCode =
   | 'NOT_FOUND'
   | 'METHOD_NOT_ALLOWED'
   | 'ALERT_LIMIT'
+  | 'WATCHLIST_FULL'
   | 'CONFLICT'
   | 'DELIVERY_NOT_FAILED'
   | 'PAYLOAD_TOO_LARGE'

@@ -708,6 +708,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/watchlist": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller’s watched event groups, most recently watched first
+         * @description At most 500 groups, no paging. Closed and resolved groups stay until unwatched (and count toward the 500). While a group is watched its markets are tracked (prices at most 60 s old, docs/decisions.md §11.2) and the watcher is notified, through the usual notify path (stored, streamed on `user:notifications`, push and Telegram as preferences and quiet hours allow), of `market_resolved` (within 60 minutes of the venue, 5 when tracked), `market_closing_soon` (an active market’s `endDate` is within 24 hours; checked every minute), `market_moved` (`yesPrice` moved by at least 0.10 against a reading of the last 60 minutes; at most one per group per 6 hours) and `new_market` (a market appeared in the group) — each once per (user, market), nothing from before `watchedAt`, nothing after unwatching (docs/decisions.md §17.2).
+         */
+        get: operations["listWatchlist"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/watchlist/{slug}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Watch an event group
+         * @description 201 with `{ slug, watchedAt }` the first time; 200 with the same body when already watched (idempotent: `watchedAt` does not move). Unknown slug → 404. The 501st group → 409 WATCHLIST_FULL, also under concurrent requests. While a group is watched its markets are tracked (prices at most 60 s old, docs/decisions.md §11.2) and the watcher is notified, through the usual notify path (stored, streamed on `user:notifications`, push and Telegram as preferences and quiet hours allow), of `market_resolved` (within 60 minutes of the venue, 5 when tracked), `market_closing_soon` (an active market’s `endDate` is within 24 hours; checked every minute), `market_moved` (`yesPrice` moved by at least 0.10 against a reading of the last 60 minutes; at most one per group per 6 hours) and `new_market` (a market appeared in the group) — each once per (user, market), nothing from before `watchedAt`, nothing after unwatching (docs/decisions.md §17.2).
+         */
+        put: operations["watchEvent"];
+        post?: never;
+        /**
+         * Stop watching an event group
+         * @description 204 also when the group was not watched or the slug is unknown. No lifecycle notification for it is sent after this.
+         */
+        delete: operations["unwatchEvent"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health/live": {
         parameters: {
             query?: never;
@@ -1054,8 +1098,11 @@ export interface components {
             message: string;
             read: boolean;
             title: string;
-            /** @enum {string} */
-            type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed";
+            /**
+             * @description docs/decisions.md §6 and §17.2. The watchlist's lifecycle types carry `data.eventSlug` and `data.marketId`, and: `market_resolved` `data.result` (`yes` | `no`, of the side `yesPrice` prices); `market_closing_soon` `data.endDate` (ISO 8601); `market_moved` `data.from` and `data.to` (readings of `yesPrice`); `new_market` `data.title`.
+             * @enum {string}
+             */
+            type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market";
         };
         /** @description `notification:deleted` on `user:notifications`: one notification was removed */
         NotificationDeletedEvent: {
@@ -1087,8 +1134,11 @@ export interface components {
              */
             seq: number;
             title: string;
-            /** @enum {string} */
-            type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed";
+            /**
+             * @description docs/decisions.md §6 and §17.2. The watchlist's lifecycle types carry `data.eventSlug` and `data.marketId`, and: `market_resolved` `data.result` (`yes` | `no`, of the side `yesPrice` prices); `market_closing_soon` `data.endDate` (ISO 8601); `market_moved` `data.from` and `data.to` (readings of `yesPrice`); `new_market` `data.title`.
+             * @enum {string}
+             */
+            type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market";
             /**
              * Format: int64
              * @description The user's unread notifications after the change
@@ -1184,13 +1234,17 @@ export interface components {
             /** @description Per notification type; all default true */
             types: {
                 copy_trade_executed: boolean;
+                market_closing_soon: boolean;
+                market_moved: boolean;
+                market_resolved: boolean;
                 mission_completed: boolean;
+                new_market: boolean;
                 order_filled: boolean;
                 position_resolved: boolean;
                 price_alert_triggered: boolean;
             };
             /** @description Types delivered at once even inside quiet hours (default `[]`); not counted in the digest */
-            urgentTypes: ("order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed")[];
+            urgentTypes: ("order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market")[];
         };
         /** @description While the local time in `timezone` is in [`start`, `end`) — a window may cross midnight, e.g. 22:00–07:00 — push and Telegram deliveries of types not in `urgentTypes` are held; when the window ends they go out within 60 s as one digest per device and chat (docs/decisions.md §14.4). In-app notifications and the live stream are unaffected. */
         QuietHours: {
@@ -1275,6 +1329,47 @@ export interface components {
             totalTrades: number;
             walletAddress: string;
             winRate: number;
+        };
+        /**
+         * @example {
+         *       "slug": "fed-decision-in-december",
+         *       "watchedAt": "2026-11-26T21:40:00.000Z"
+         *     }
+         */
+        Watch: {
+            slug: string;
+            /**
+             * Format: date-time
+             * @description When the caller started watching the group (ISO 8601)
+             */
+            watchedAt: string;
+        };
+        WatchedEvent: {
+            /** @description One of POLITICS, SPORTS, CRYPTO, ECONOMICS, TECH, CULTURE, WEATHER, OTHER (docs/venues.md "Categories") */
+            category: string;
+            id: string;
+            /**
+             * Format: uri
+             * @description The venue’s event image; a neutral placeholder (a `data:image/svg+xml` URL) when the venue has none (Kalshi events never do).
+             */
+            imageUrl: string;
+            /** Format: int64 */
+            marketCount: number;
+            /** @description URL-friendly identifier (not the id) */
+            slug: string;
+            /** @enum {string} */
+            status: "active" | "closed" | "resolved";
+            title: string;
+            /** @description USD, sum of the markets’ volumes */
+            totalVolume: number;
+            /**
+             * Format: date-time
+             * @description When the caller started watching the group (ISO 8601)
+             */
+            watchedAt: string;
+        };
+        Watchlist: {
+            events: components["schemas"]["WatchedEvent"][];
         };
     };
     responses: never;
@@ -3019,8 +3114,11 @@ export interface operations {
                     };
                     message: string;
                     title: string;
-                    /** @enum {string} */
-                    type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed";
+                    /**
+                     * @description docs/decisions.md §6 and §17.2. The watchlist's lifecycle types carry `data.eventSlug` and `data.marketId`, and: `market_resolved` `data.result` (`yes` | `no`, of the side `yesPrice` prices); `market_closing_soon` `data.endDate` (ISO 8601); `market_moved` `data.from` and `data.to` (readings of `yesPrice`); `new_market` `data.title`.
+                     * @enum {string}
+                     */
+                    type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market";
                     /** Format: uuid */
                     userId: string;
                 };
@@ -3566,7 +3664,8 @@ export interface operations {
                 limit?: number;
                 /** @description Only read (`true`) or unread (`false`) notifications */
                 read?: "true" | "false";
-                type?: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed";
+                /** @description docs/decisions.md §6 and §17.2. The watchlist's lifecycle types carry `data.eventSlug` and `data.marketId`, and: `market_resolved` `data.result` (`yes` | `no`, of the side `yesPrice` prices); `market_closing_soon` `data.endDate` (ISO 8601); `market_moved` `data.from` and `data.to` (readings of `yesPrice`); `new_market` `data.title`. */
+                type?: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market";
             };
             header?: never;
             path?: never;
@@ -3859,13 +3958,17 @@ export interface operations {
                     } | null;
                     types?: {
                         copy_trade_executed?: boolean;
+                        market_closing_soon?: boolean;
+                        market_moved?: boolean;
+                        market_resolved?: boolean;
                         mission_completed?: boolean;
+                        new_market?: boolean;
                         order_filled?: boolean;
                         position_resolved?: boolean;
                         price_alert_triggered?: boolean;
                     };
                     /** @description Replaces the stored list (duplicates are dropped); an unknown type is 400 */
-                    urgentTypes?: ("order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed")[];
+                    urgentTypes?: ("order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market")[];
                 };
             };
         };
@@ -4001,6 +4104,167 @@ export interface operations {
                         message: string;
                     };
                 };
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWatchlist: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Watchlist"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    watchEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Watch"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Watch"];
+                };
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    unwatchEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Not watched (any more) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
             400: {

@@ -219,6 +219,7 @@ export const docsPlugin = fp<DocsOptions>(
           { name: 'events', description: 'Event groups, markets and charts' },
           { name: 'notifications', description: 'In-app notifications' },
           { name: 'alerts', description: 'Price alerts' },
+          { name: 'watchlist', description: 'Watched event groups and their lifecycle notifications' },
           { name: 'push', description: 'Push devices and preferences' },
           { name: 'messenger', description: 'Telegram bot linking' },
           { name: 'internal', description: 'For the platform’s other services' },

@@ -27,16 +27,27 @@ export interface TrackedMarket {
 /**
  * The tracked set: active markets with an active price alert, with a
  * `market:<id>` subscriber (deps.subscribedMarketIds), of a group read in the
- * last 24 h, or of the PRICE_TRACK_TOP groups by stored 24 h volume.
+ * last 24 h, of a group on anyone's watchlist (docs/decisions.md §17.1), or
+ * of the PRICE_TRACK_TOP groups by stored 24 h volume. The watched groups
+ * are read with a loose index scan of watchlist_group_idx (one probe per
+ * distinct group, not one row per watcher).
  */
 export async function selectTrackedMarkets(deps: MarketDataDeps): Promise<TrackedMarket[]> {
   const subscribed = deps.subscribedMarketIds ? await deps.subscribedMarketIds() : [];
   const readSince = new Date(deps.clock().getTime() - READ_TRACKS_FOR_MS).toISOString();
   return deps.dbh.rows<TrackedMarket>(
-    sql`with groups as (
+    sql`with recursive watched(id) as (
+          (select event_group_id from watchlist order by event_group_id limit 1)
+          union all
+          select (select w.event_group_id from watchlist w where w.event_group_id > watched.id order by w.event_group_id limit 1)
+          from watched where watched.id is not null
+        ),
+        groups as (
           (select id from event_groups where status = 'active' order by volume_24h desc, id limit ${deps.config.PRICE_TRACK_TOP})
           union
           select id from event_groups where read_at >= ${readSince}::timestamptz
+          union
+          select id from watched where id is not null
         ),
         ids as (
           select m.id from markets m join groups g on g.id = m.event_group_id

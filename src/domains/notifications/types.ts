@@ -4,17 +4,26 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../../config.js';
 import type { ServiceDeps } from '../../lib/deps.js';
 
-/** docs/decisions.md §6: the notification types. */
+/** docs/decisions.md §6: the notification types; the last four are the watchlist's lifecycle notifications (§17.2). */
 export const NOTIFICATION_TYPES = [
   'order_filled',
   'position_resolved',
   'copy_trade_executed',
   'price_alert_triggered',
   'mission_completed',
+  'market_resolved',
+  'market_closing_soon',
+  'market_moved',
+  'new_market',
 ] as const;
 export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
 
-export const NotificationTypeSchema = z.enum(NOTIFICATION_TYPES);
+export const NotificationTypeSchema = z.enum(NOTIFICATION_TYPES).meta({
+  description:
+    "docs/decisions.md §6 and §17.2. The watchlist's lifecycle types carry `data.eventSlug` and `data.marketId`, and: " +
+    '`market_resolved` `data.result` (`yes` | `no`, of the side `yesPrice` prices); `market_closing_soon` `data.endDate` (ISO 8601); ' +
+    '`market_moved` `data.from` and `data.to` (readings of `yesPrice`); `new_market` `data.title`.',
+});
 
 /**
  * The Notification of docs/api-contract.md §2, defined once: the list and the
