@@ -120,3 +120,19 @@ export function addressKey(address: string): string {
     .map((p) => p.toString(16))
     .join(':')}::/64`;
 }
+
+/**
+ * The wider IPv6 networks a per-IP key belongs to, for ceilings above the /64
+ * (a subscriber's /56 or a site's /48 holds 256 or 65,536 /64s): the /56 and
+ * /48 of an IPv6 address or /64 key; none for IPv4.
+ */
+export function networkKeys(key: string): { net56: string; net48: string } | undefined {
+  const a = parseIp(key.endsWith('/64') ? key.slice(0, -3) : key);
+  if (!a || a.kind() !== 'ipv6') return undefined;
+  const parts = (a as ipaddr.IPv6).parts;
+  const hex = (p: number) => p.toString(16);
+  return {
+    net56: `${parts.slice(0, 3).map(hex).join(':')}:${hex(parts[3] & 0xff00)}::/56`,
+    net48: `${parts.slice(0, 3).map(hex).join(':')}::/48`,
+  };
+}

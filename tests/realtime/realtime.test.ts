@@ -285,6 +285,45 @@ describe('limits with their own apps', () => {
     }
   });
 
+  it('caps IPv6 networks per /56 and per /48, so one allocation cannot fill the server (issue 34)', async () => {
+    const own = await buildTestApp(
+      { TRUST_PROXY: '127.0.0.1' },
+      { db, realtime: { maxConnections: 100, maxConnectionsPerIp: 2, maxConnectionsPer56: 4, maxConnectionsPer48: 6 } },
+    );
+    const u = await listen(own.app);
+    const from = (ip: string) => ({ extraHeaders: { 'x-forwarded-for': ip } });
+    try {
+      // Four /64s of one /56, one socket each: the /56 is full, whichever of its /64s asks next.
+      for (let i = 0; i < 4; i++) await connect(u, from(`2001:db8:0:1${i}0::1`));
+      expect(await refusal(u, from('2001:db8:0:1ff::1'))).toBe('TOO_MANY_CONNECTIONS');
+      // Another /56 of the same /48 takes the /48 to its ceiling of 6.
+      await connect(u, from('2001:db8:0:200::1'));
+      await connect(u, from('2001:db8:0:201::1'));
+      expect(await refusal(u, from('2001:db8:0:300::1'))).toBe('TOO_MANY_CONNECTIONS');
+      // Other networks and IPv4 clients are unaffected.
+      expect(await refusal(u, from('2001:db8:1::1'))).toBe('CONNECTED');
+      expect(await refusal(u, from('198.51.100.90'))).toBe('CONNECTED');
+    } finally {
+      closeAll();
+      await own.close();
+    }
+  });
+
+  it('reserves part of the total for signed-in sockets: an anonymous flood never refuses a user (issue 34)', async () => {
+    const own = await buildTestApp({ TRUST_PROXY: '127.0.0.1' }, { db, realtime: { maxConnections: 6, reservedForUsers: 2 } });
+    const u = await listen(own.app);
+    try {
+      for (let i = 0; i < 4; i++) await connect(u, { extraHeaders: { 'x-forwarded-for': `198.51.100.${100 + i}` } });
+      expect(await refusal(u, { extraHeaders: { 'x-forwarded-for': '198.51.100.110' } })).toBe('TOO_MANY_CONNECTIONS');
+      await connect(u, { token: signToken(newUserId()) });
+      await connect(u, { token: signToken(newUserId()) });
+      expect(await refusal(u, { token: signToken(newUserId()) })).toBe('TOO_MANY_CONNECTIONS');
+    } finally {
+      closeAll();
+      await own.close();
+    }
+  });
+
   it('caps the total number of connections (configurable; 5,000 by default)', async () => {
     const own = await buildTestApp({}, { db, realtime: { maxConnections: 3 } });
     const u = await listen(own.app);

@@ -3,7 +3,9 @@ import type { FastifyBaseLogger } from 'fastify';
 
 /**
  * Connection counting for the WebSocket limits of docs/api-contract.md §8 (total, per user,
- * per IP).
+ * per IP), plus ceilings per IPv6 /56 and /48 (one allocation holds hundreds of /64s, each
+ * with its own per-IP allowance) and a share of the total that only signed-in sockets may
+ * take (an anonymous flood never refuses a user).
  *
  * Every instance keeps its own sockets in memory. With Redis the decision is
  * shared: each scope is a sorted set of socket ids scored by an expiry time
@@ -15,12 +17,16 @@ import type { FastifyBaseLogger } from 'fastify';
  * fall back to this instance's own counts (and heal at the next heartbeat).
  */
 
-export type LimitScope = 'total' | 'user' | 'ip';
+export type LimitScope = 'total' | 'user' | 'ip' | 'network';
 
 export interface ConnectionLimits {
   total: number;
   perUser: number;
   perIp: number;
+  per56: number;
+  per48: number;
+  /** Of `total`, how many anonymous sockets may never take. */
+  reservedForUsers: number;
 }
 
 export type Admission = { ok: true } | { ok: false; scope: LimitScope };
@@ -28,7 +34,14 @@ export type Admission = { ok: true } | { ok: false; scope: LimitScope };
 interface Slot {
   userId?: string;
   ip: string;
+  /** The IPv6 /56 and /48 of `ip` (none for IPv4). */
+  net56?: string;
+  net48?: string;
 }
+
+/** The total an admission may reach: anonymous sockets leave the reserve to signed-in ones. */
+const totalFor = (limits: ConnectionLimits, slot: Pick<Slot, 'userId'>) =>
+  slot.userId ? limits.total : Math.max(0, limits.total - limits.reservedForUsers);
 
 export interface ConnectionRegistry {
   /** Counts a new socket if every scope has room; otherwise names the full scope. */
@@ -92,11 +105,14 @@ class LocalCounts {
   readonly slots = new Map<string, Slot>();
   private readonly users = new Map<string, number>();
   private readonly ips = new Map<string, number>();
+  private readonly nets = new Map<string, number>();
 
   check(limits: ConnectionLimits, slot: Slot): Admission {
-    if (this.slots.size >= limits.total) return { ok: false, scope: 'total' };
+    if (this.slots.size >= totalFor(limits, slot)) return { ok: false, scope: 'total' };
     if (slot.userId && (this.users.get(slot.userId) ?? 0) >= limits.perUser) return { ok: false, scope: 'user' };
     if ((this.ips.get(slot.ip) ?? 0) >= limits.perIp) return { ok: false, scope: 'ip' };
+    if (slot.net56 && (this.nets.get(slot.net56) ?? 0) >= limits.per56) return { ok: false, scope: 'network' };
+    if (slot.net48 && (this.nets.get(slot.net48) ?? 0) >= limits.per48) return { ok: false, scope: 'network' };
     return { ok: true };
   }
 
@@ -104,6 +120,8 @@ class LocalCounts {
     this.slots.set(socketId, slot);
     if (slot.userId) bump(this.users, slot.userId, 1);
     bump(this.ips, slot.ip, 1);
+    if (slot.net56) bump(this.nets, slot.net56, 1);
+    if (slot.net48) bump(this.nets, slot.net48, 1);
   }
 
   bindUser(socketId: string, userId: string) {
@@ -123,6 +141,8 @@ class LocalCounts {
     this.slots.delete(socketId);
     if (slot.userId) bump(this.users, slot.userId, -1);
     bump(this.ips, slot.ip, -1);
+    if (slot.net56) bump(this.nets, slot.net56, -1);
+    if (slot.net48) bump(this.nets, slot.net48, -1);
     return slot;
   }
 }
@@ -169,7 +189,17 @@ export function createRedisRegistry(limits: ConnectionLimits, opts: RedisRegistr
   const totalKey = `${opts.prefix}total`;
   const userKey = (id: string) => `${opts.prefix}user:${id}`;
   const ipKey = (ip: string) => `${opts.prefix}ip:${ip}`;
-  const keysOf = (slot: Slot) => [totalKey, ipKey(slot.ip), ...(slot.userId ? [userKey(slot.userId)] : [])];
+  const netKey = (net: string) => `${opts.prefix}net:${net}`;
+  const netsOf = (slot: Slot): Array<[string, number]> => [
+    ...(slot.net56 ? [[netKey(slot.net56), limits.per56] as [string, number]] : []),
+    ...(slot.net48 ? [[netKey(slot.net48), limits.per48] as [string, number]] : []),
+  ];
+  const keysOf = (slot: Slot) => [
+    totalKey,
+    ipKey(slot.ip),
+    ...netsOf(slot).map(([key]) => key),
+    ...(slot.userId ? [userKey(slot.userId)] : []),
+  ];
   let warned = false;
   const degraded = (err: unknown) => {
     if (!warned) opts.log.warn({ err }, 'Redis unavailable: WebSocket limits count this instance only');
@@ -222,8 +252,9 @@ export function createRedisRegistry(limits: ConnectionLimits, opts: RedisRegistr
 
   return {
     async admit(socketId, slot) {
-      const scopes: LimitScope[] = ['total', 'ip', ...(slot.userId ? (['user'] as const) : [])];
-      const maxes = [limits.total, limits.perIp, ...(slot.userId ? [limits.perUser] : [])];
+      const nets = netsOf(slot);
+      const scopes: LimitScope[] = ['total', 'ip', ...nets.map(() => 'network' as const), ...(slot.userId ? (['user'] as const) : [])];
+      const maxes = [totalFor(limits, slot), limits.perIp, ...nets.map(([, max]) => max), ...(slot.userId ? [limits.perUser] : [])];
       const verdict = (await shared(socketId, keysOf(slot), maxes, scopes)) ?? local.check(limits, slot);
       if (verdict.ok) local.add(socketId, slot);
       return verdict;

@@ -28,7 +28,7 @@ import {
   type SocketData,
 } from './schemas.js';
 import { fail, resolveSubscribe, resolveUnsubscribe } from './service.js';
-import { addressKey, clientAddress } from '../../lib/client-address.js';
+import { addressKey, clientAddress, networkKeys } from '../../lib/client-address.js';
 
 export type RealtimeServer = Server<ClientToServerEvents, ServerToClientEvents, InterServerEvents, SocketData>;
 type RealtimeSocket = Socket<ClientToServerEvents, ServerToClientEvents, InterServerEvents, SocketData>;
@@ -46,6 +46,11 @@ export interface RealtimeOptions {
   maxConnections: number;
   maxConnectionsPerUser: number;
   maxConnectionsPerIp: number;
+  /** Ceilings per IPv6 /56 and /48 (a /56 holds 256 /64s, each allowed maxConnectionsPerIp). */
+  maxConnectionsPer56: number;
+  maxConnectionsPer48: number;
+  /** Of maxConnections, how many only signed-in sockets may take (default a fifth). */
+  reservedForUsers?: number;
   /** subscribe + unsubscribe messages per socket per minute. */
   maxMessagesPerMinute: number;
   /** `auth` messages per socket per minute (kept apart so re-auth never eats the subscribe budget). */
@@ -63,6 +68,8 @@ export const REALTIME_DEFAULTS: RealtimeOptions = {
   maxConnections: 5_000,
   maxConnectionsPerUser: 10,
   maxConnectionsPerIp: 20,
+  maxConnectionsPer56: 200,
+  maxConnectionsPer48: 500,
   maxMessagesPerMinute: 30,
   maxAuthPerMinute: 10,
   maxChannelsPerSocket: 100,
@@ -87,26 +94,29 @@ function refusal(code: RealtimeErrorCode, message: string): Error & { data: { co
 
 /** Where allowRequest leaves the handshake's address key for the Engine.IO `connection` that follows. */
 const PENDING_KEY = Symbol('pendingAddressKey');
-type PendingRequest = { [PENDING_KEY]?: string };
+type PendingRequest = { [PENDING_KEY]?: string[] };
 
-/** Engine.IO connections not (yet) in the namespace, per client address key. */
-function createPendingEngineConnections(limits: { perAddress: number; total: number }) {
-  const byConn = new Map<object, string>();
+/** Engine.IO connections not (yet) in the namespace, per client address key and its IPv6 /56 and /48. */
+function createPendingEngineConnections(limits: { total: number }) {
+  const byConn = new Map<object, string[]>();
   const byKey = new Map<string, number>();
   return {
-    full: (key: string) => byConn.size >= limits.total || (byKey.get(key) ?? 0) >= limits.perAddress,
-    add(conn: object, key: string) {
+    /** Whether the total, or any of the keys (address, /56, /48) with its ceiling, is full. */
+    full: (keys: Array<[string, number]>) => byConn.size >= limits.total || keys.some(([key, max]) => (byKey.get(key) ?? 0) >= max),
+    add(conn: object, keys: string[]) {
       if (byConn.has(conn)) return;
-      byConn.set(conn, key);
-      byKey.set(key, (byKey.get(key) ?? 0) + 1);
+      byConn.set(conn, keys);
+      for (const key of keys) byKey.set(key, (byKey.get(key) ?? 0) + 1);
     },
     remove(conn: object) {
-      const key = byConn.get(conn);
-      if (key === undefined) return;
+      const keys = byConn.get(conn);
+      if (keys === undefined) return;
       byConn.delete(conn);
-      const n = (byKey.get(key) ?? 1) - 1;
-      if (n > 0) byKey.set(key, n);
-      else byKey.delete(key);
+      for (const key of keys) {
+        const n = (byKey.get(key) ?? 1) - 1;
+        if (n > 0) byKey.set(key, n);
+        else byKey.delete(key);
+      }
     },
   };
 }
@@ -144,13 +154,23 @@ export const realtimePlugin = fp<RealtimePluginOptions>(
     // Engine.IO connections that have not joined the namespace yet (no CONNECT packet): the
     // connection limits count sockets, so these are capped on their own, per client
     // address and in total, until they join or Socket.IO's connectTimeout drops them.
-    const pending = createPendingEngineConnections({ perAddress: o.maxConnectionsPerIp, total: o.maxConnections });
+    const pending = createPendingEngineConnections({ total: o.maxConnections });
     const io: RealtimeServer = new Server(app.server, {
       serveClient: false,
       allowRequest: (req, callback) => {
         const key = addressKey(clientAddress(req.socket?.remoteAddress, req.headers['x-forwarded-for'], app.trustedProxies));
-        (req as PendingRequest)[PENDING_KEY] = key;
-        if (pending.full(key)) return callback('TOO_MANY_CONNECTIONS', false);
+        const nets = networkKeys(key);
+        const keys: Array<[string, number]> = [
+          [key, o.maxConnectionsPerIp],
+          ...(nets
+            ? ([
+                [nets.net56, o.maxConnectionsPer56],
+                [nets.net48, o.maxConnectionsPer48],
+              ] as Array<[string, number]>)
+            : []),
+        ];
+        (req as PendingRequest)[PENDING_KEY] = keys.map(([k]) => k);
+        if (pending.full(keys)) return callback('TOO_MANY_CONNECTIONS', false);
         callback(null, true);
       },
       // Client messages are tiny ({ channel }, { token }); refuse anything large early.
@@ -168,7 +188,14 @@ export const realtimePlugin = fp<RealtimePluginOptions>(
 
     const extraClients: Redis[] = [];
     let registry: ConnectionRegistry;
-    const limits = { total: o.maxConnections, perUser: o.maxConnectionsPerUser, perIp: o.maxConnectionsPerIp };
+    const limits = {
+      total: o.maxConnections,
+      perUser: o.maxConnectionsPerUser,
+      perIp: o.maxConnectionsPerIp,
+      per56: o.maxConnectionsPer56,
+      per48: o.maxConnectionsPer48,
+      reservedForUsers: Math.min(o.reservedForUsers ?? Math.floor(o.maxConnections / 5), o.maxConnections),
+    };
     const redis = app.redisClient;
     if (redis) {
       let warned = false;
@@ -246,9 +273,9 @@ export const realtimePlugin = fp<RealtimePluginOptions>(
       }
       // docs/decisions.md §10.1: the same client address as HTTP limits, IPv6 counted by its /64.
       const ip = addressKey(clientAddress(socket.handshake.address, socket.handshake.headers['x-forwarded-for'], app.trustedProxies));
-      const verdict = await registry.admit(socket.id, { userId: user?.id, ip });
+      const verdict = await registry.admit(socket.id, { userId: user?.id, ip, ...networkKeys(ip) });
       if (!verdict.ok) {
-        const what = { total: 'the server', user: 'this user', ip: 'this address' }[verdict.scope];
+        const what = { total: 'the server', user: 'this user', ip: 'this address', network: 'this network' }[verdict.scope];
         throw refusal('TOO_MANY_CONNECTIONS', `Too many connections for ${what}`);
       }
       if (socket.conn.readyState !== 'open') {
