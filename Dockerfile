@@ -2,6 +2,7 @@
 FROM node:22-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY client/package.json ./client/
 RUN npm ci --no-audit --no-fund
 
 FROM deps AS build
@@ -13,6 +14,7 @@ RUN npm run build
 FROM node:22-bookworm-slim AS prod-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY client/package.json ./client/
 RUN npm ci --omit=dev --no-audit --no-fund
 
 FROM node:22-bookworm-slim

@@ -13,7 +13,7 @@ export default tseslint.config(
       'coverage/',
       '.data/',
       'migrations/',
-      'src/client/schema.ts',
+      'client/src/schema.ts',
       'tests/bench/.tmp/',
     ],
   },

@@ -1,15 +1,18 @@
 /**
- * `npm run client:pack-check` (CI): the package a consumer installs works.
- * Packs this repository (`prepack` builds the client), installs the tarball
- * into a fresh project (from npm's local cache where it can), type-checks a
- * small TypeScript file against `predict-backend/client` with the library
- * checks on, compiles it, and runs it against a live server. Exits 1 on any
+ * `npm run client:pack-check` (CI): the package a consumer installs works, alone.
+ * Packs the client workspace (`client/`, whose `prepack` builds it), installs the
+ * tarball into a fresh project (from npm's local cache where it can), fails when
+ * that installs more than MAX_PACKAGES packages (the client's own runtime
+ * dependencies are openapi-fetch and socket.io-client, never the server's),
+ * type-checks a small strict TypeScript file against `@predict-backend/client`
+ * with the library checks on (a misspelt channel must not compile), compiles
+ * it, and runs it against a live server. Exits 1 on any
  * failure with the step that failed. Its temporary directory (tarball, project,
  * node_modules) is removed however it ends: success, a failed step, an
  * exception, or SIGINT/SIGTERM.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,10 +21,12 @@ import { promisify } from 'node:util';
 import { buildApp } from '../src/app.js';
 import { testConfig } from '../src/config.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const CLIENT = fileURLToPath(new URL('../client', import.meta.url));
+/** The most packages installing the client may bring into an app (itself included). */
+const MAX_PACKAGES = 30;
 const TSC = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 
-const SMOKE = `import { createApiClient, unwrap, ApiError, Realtime, type paths, type TokenStorage } from 'predict-backend/client';
+const SMOKE = `import { createApiClient, unwrap, ApiError, Realtime, type AuthEvent, type Channel, type paths, type TokenStorage } from '@predict-backend/client';
 
 declare const process: { argv: string[] };
 type Live = paths['/health/live']['get']['responses'][200]['content']['application/json'];
@@ -29,6 +34,14 @@ type Live = paths['/health/live']['get']['responses'][200]['content']['applicati
 let kept: string | null = null;
 const storage: TokenStorage = { get: () => kept, set: (token) => void (kept = token) };
 const client = createApiClient({ baseUrl: process.argv[2], mode: 'token', storage });
+const seen: AuthEvent[] = [];
+const stop = client.session.onAuthStateChange((event) => seen.push(event));
+client.session.on('signedIn', ({ user, restored }) => void [user.id, restored]);
+const restored = await client.session.restore();
+stop();
+const channels: Channel[] = ['market:pm-1', 'monitor:leaderboard', 'user:notifications'];
+// @ts-expect-error a misspelt channel does not compile
+const typo: Channel = 'markets:pm-1';
 const live: Live = await unwrap(client.api.GET('/health/live'));
 const page = await unwrap(client.api.GET('/api/v1/events', { params: { query: { limit: 2 } } }));
 let missing = 0;
@@ -37,7 +50,7 @@ try {
 } catch (err) {
   if (err instanceof ApiError) missing = err.status;
 }
-console.log(JSON.stringify({ live: live.status, events: Array.isArray(page.events), missing, realtime: typeof Realtime }));
+console.log(JSON.stringify({ live: live.status, events: Array.isArray(page.events), missing, realtime: typeof Realtime, restored, seen, channels: channels.length + (typo ? 0 : 1) }));
 `;
 
 const TSCONFIG = {
@@ -83,18 +96,17 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 let app: Awaited<ReturnType<typeof buildApp>> | undefined;
 try {
-  const tarball = await step('npm pack (prepack builds the client)', () => {
-    const [info] = JSON.parse(run('npm', ['pack', '--json', '--silent', '--pack-destination', work], ROOT)) as Array<{
+  const tarball = await step('npm pack the client workspace (prepack builds it)', () => {
+    const [info] = JSON.parse(run('npm', ['pack', '--json', '--silent', '--pack-destination', work], CLIENT)) as Array<{
       filename: string;
       files: Array<{ path: string }>;
     }>;
     const files = info.files.map((f) => f.path);
-    for (const needed of ['package.json', 'dist/src/client/index.js', 'dist/src/client/index.d.ts', 'dist/src/client/schema.d.ts']) {
+    for (const needed of ['package.json', 'README.md', 'dist/index.js', 'dist/index.d.ts', 'dist/schema.d.ts']) {
       if (!files.includes(needed)) throw new Error(`the package lacks ${needed}; it has: ${files.join(', ')}`);
     }
-    const stray = files.filter((f) => !f.startsWith('dist/src/client/') && f !== 'package.json' && f !== 'README.md');
-    if (stray.length > 0 || files.some((f) => f.includes('generate')))
-      throw new Error(`unexpected files in the package: ${stray.join(', ')}`);
+    const stray = files.filter((f) => !f.startsWith('dist/') && f !== 'package.json' && f !== 'README.md');
+    if (stray.length > 0) throw new Error(`unexpected files in the package: ${stray.join(', ')}`);
     return join(work, info.filename);
   });
 
@@ -107,7 +119,17 @@ try {
   await step('npm install the tarball into a fresh project (prefer the local cache)', () =>
     run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error', tarball], project),
   );
-  await step('type-check and compile a consumer (skipLibCheck off)', () => run(process.execPath, [TSC, '-p', 'tsconfig.json'], project));
+  await step(`the install brings at most ${MAX_PACKAGES} packages`, () => {
+    const lock = JSON.parse(readFileSync(join(project, 'package-lock.json'), 'utf8')) as { packages: Record<string, unknown> };
+    const installed = Object.keys(lock.packages).filter((p) => p !== '');
+    process.stdout.write(
+      `client package: ${installed.length} packages: ${installed.map((p) => p.replace(/^.*node_modules\//, '')).join(', ')}\n`,
+    );
+    if (installed.length > MAX_PACKAGES) throw new Error(`${installed.length} packages installed, more than ${MAX_PACKAGES}`);
+  });
+  await step('type-check and compile a consumer (strict, skipLibCheck off)', () =>
+    run(process.execPath, [TSC, '-p', 'tsconfig.json'], project),
+  );
 
   // Built only now: the synchronous steps above stall this process's event loop for
   // seconds, which the overload guard would (rightly) answer with 503 for a moment.
@@ -120,7 +142,7 @@ try {
     return r.stdout;
   });
   const got = JSON.parse(out.trim()) as Record<string, unknown>;
-  const want = { live: 'ok', events: true, missing: 404, realtime: 'function' };
+  const want = { live: 'ok', events: true, missing: 404, realtime: 'function', restored: null, seen: [], channels: 3 };
   if (JSON.stringify(got) !== JSON.stringify(want)) {
     process.stderr.write(`client package: unexpected answer ${out.trim()}, expected ${JSON.stringify(want)}\n`);
     process.exitCode = 1;

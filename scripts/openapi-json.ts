@@ -1,6 +1,6 @@
 /** Prints the service's OpenAPI document (every optional route tree enabled) to stdout or a file. */
 import { writeFile } from 'node:fs/promises';
-import { openApiDocument } from '../src/client/generate.js';
+import { openApiDocument } from './client-generate.js';
 
 const doc = await openApiDocument();
 const out = process.argv[2];

@@ -2,7 +2,7 @@
 // wallet to sign with, exposed on window for Playwright to drive.
 import * as ed from '@noble/ed25519';
 import { base58 } from '@scure/base';
-import { createApiClient, unwrap, ApiError } from '../../src/client/index.js';
+import { createApiClient, unwrap, ApiError } from '../../client/src/index.js';
 
 async function newWallet() {
   const { secretKey, publicKey } = await ed.keygenAsync();

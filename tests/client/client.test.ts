@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSigner } from 'fast-jwt';
 import type { FastifyInstance } from 'fastify';
-import { createApiClient, unwrap, ApiError, type TokenStorage } from '../../src/client/index.js';
+import { createApiClient, unwrap, ApiError, type TokenStorage } from '../../client/src/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { solanaWallet, evmWallet } from '../auth/helpers.js';
 import { startFakeServer, type FakeServer } from '../fakes/server.js';
@@ -159,6 +159,82 @@ describe('client: cookie mode (browser)', () => {
     await c.session.logout();
     expect(c.session.signedIn).toBe(false);
     expect(jar.has('refresh_token')).toBe(false);
+  });
+});
+
+describe('client: auth-state events and restoring a session on app start', () => {
+  it('token mode: signedIn, refreshed, then signedOut on logout; a new app run restores from storage', async () => {
+    const { fetch: f, calls } = clientFetch();
+    const storage = memoryStorage();
+    const c = createApiClient({ baseUrl: base, mode: 'token', storage, fetch: f });
+    const events: Array<[string, string | null]> = [];
+    c.session.onAuthStateChange((event, user) => events.push([event, user?.id ?? null]));
+    const payloads: unknown[] = [];
+    c.session.on('signedIn', (p) => payloads.push(p));
+    const wallet = await solanaWallet();
+    const user = await c.session.signInWithWallet({ address: wallet.address, chain: 'solana', signMessage: wallet.sign });
+    expect(payloads).toEqual([{ user: expect.objectContaining({ id: user.id }), restored: false }]);
+
+    setAccessToken(c.session, expired(user));
+    expect((await c.api.GET('/api/v1/alerts')).response.status).toBe(200);
+    expect(events).toEqual([
+      ['signedIn', user.id],
+      ['refreshed', user.id],
+    ]);
+
+    // The app is closed and opened again: a new client with the same storage.
+    const next = createApiClient({ baseUrl: base, mode: 'token', storage, fetch: f });
+    const restoredPayloads: unknown[] = [];
+    next.session.on('signedIn', (p) => restoredPayloads.push(p));
+    const restored = await next.session.restore();
+    expect(restored?.id).toBe(user.id);
+    expect(restoredPayloads).toEqual([{ user: expect.objectContaining({ id: user.id }), restored: true }]);
+    expect(next.session.signedIn).toBe(true);
+    expect(calls.refresh).toBe(2);
+    expect(await unwrap(next.api.GET('/api/v1/alerts'))).toBeDefined();
+
+    const out: unknown[] = [];
+    next.session.on('signedOut', (p) => out.push(p));
+    await next.session.logout();
+    expect(out).toEqual([{ reason: 'logout' }]);
+    // Logged out everywhere: the first client's next refresh fails, which it reports as expired.
+    setAccessToken(c.session, expired(user));
+    expect((await c.api.GET('/api/v1/alerts')).response.status).toBe(401);
+    expect(events.at(-1)).toEqual(['signedOut', null]);
+  });
+
+  it('restore() resolves null without events when nothing is stored or the stored token is dead', async () => {
+    const { fetch: f, calls } = clientFetch();
+    let loggedOut = 0;
+    const storage = memoryStorage();
+    const c = createApiClient({ baseUrl: base, mode: 'token', storage, fetch: f, onLoggedOut: () => loggedOut++ });
+    const events: string[] = [];
+    c.session.onAuthStateChange((e) => events.push(e));
+    expect(await c.session.restore()).toBeNull();
+    expect(calls.refresh).toBe(0); // nothing stored: no request
+
+    storage.value = 'not-a-refresh-token';
+    expect(await c.session.restore()).toBeNull();
+    expect(calls.refresh).toBe(1);
+    expect(storage.value).toBeNull(); // the dead token is cleared
+    expect(events).toEqual([]);
+    expect(loggedOut).toBe(0);
+  });
+
+  it('cookie mode: after a reload, restore() brings the session back from the cookie', async () => {
+    const { fetch: f } = clientFetch();
+    const { fetch: browser } = withCookieJar(f);
+    const c = createApiClient({ baseUrl: base, mode: 'cookie', fetch: browser });
+    expect(await c.session.restore()).toBeNull(); // no cookie yet
+    const wallet = evmWallet();
+    const user = await c.session.signInWithWallet({ address: wallet.address, chain: 'evm', signMessage: wallet.sign });
+
+    const reloaded = createApiClient({ baseUrl: base, mode: 'cookie', fetch: browser });
+    const seen: string[] = [];
+    reloaded.session.onAuthStateChange((e) => seen.push(e));
+    expect((await reloaded.session.restore())?.id).toBe(user.id);
+    expect(reloaded.session.user?.walletAddress).toBe(wallet.address);
+    expect(seen).toEqual(['signedIn']);
   });
 });
 

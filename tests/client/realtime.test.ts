@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSigner } from 'fast-jwt';
-import { createApiClient, type Realtime } from '../../src/client/index.js';
+import { createApiClient, userChannel as clientUserChannel, type Realtime } from '../../client/src/index.js';
 import { buildTestApp, createTestDb, type TestApp } from '../helpers/app.js';
 import { solanaWallet } from '../auth/helpers.js';
 import type { DbHandle } from '../../src/db/index.js';
@@ -75,7 +75,10 @@ describe('client realtime helper', () => {
     const got: unknown[] = [];
     live.on('notification', (n) => got.push(n));
     expect(await live.subscribe('user:notifications')).toEqual({ ok: true, seq: 0 });
-    expect(await live.subscribe('user:not-me')).toMatchObject({ ok: false, error: { code: expect.any(String) } });
+    expect(await live.subscribe('user:00000000-0000-4000-8000-000000000000')).toMatchObject({
+      ok: false,
+      error: { code: expect.any(String) },
+    });
     t.app.publish(userNotificationsChannel(user.id), 'notification', notificationMessage('n1', { title: 'Hi' }));
     await waitFor(() => (got.length ? got : undefined));
     expect(got[0]).toMatchObject({ id: 'n1' });
@@ -94,7 +97,7 @@ describe('client realtime helper', () => {
     open.push(live);
     let expiredSeen = 0;
     live.on('auth:expired', () => expiredSeen++);
-    expect(await live.subscribe(`user:${user.id}`)).toEqual({ ok: true });
+    expect(await live.subscribe(clientUserChannel(user.id))).toEqual({ ok: true });
     await waitFor(() => (expiredSeen > 0 ? true : undefined), 10_000);
     await waitFor(() => (c.session.token !== shortLived ? true : undefined));
     const got: unknown[] = [];

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSigner } from 'fast-jwt';
-import { createApiClient, type Realtime, type RealtimeEvents } from '../../src/client/index.js';
+import { createApiClient, type Realtime, type RealtimeEvents } from '../../client/src/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { solanaWallet } from '../auth/helpers.js';
 

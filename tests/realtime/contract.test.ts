@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
-import type { RealtimeEvents as ClientEvents } from '../../src/client/index.js';
+import type { Channel as ClientChannel, RealtimeEvents as ClientEvents } from '../../client/src/index.js';
 import type { EventsOf, PublishFn } from '../../src/domains/realtime/channels.js';
 import { marketChannel, monitorChannel, userNotificationsChannel } from '../../src/domains/realtime/channels.js';
 import { REALTIME_EVENTS, type AuthExpired, type RealtimeEvents, type ServerToClientEvents } from '../../src/domains/realtime/schemas.js';
@@ -62,5 +62,22 @@ describe('the realtime contract', () => {
     expectTypeOf<ClientEvents['notification']>().toEqualTypeOf<RealtimeEvents['user:<userId>:notifications']['notification']>();
     expectTypeOf<ClientEvents['auth:expired']>().toEqualTypeOf<AuthExpired>();
     expect(Object.keys(REALTIME_EVENTS)).toHaveLength(3);
+  });
+
+  it("types the client's subscribe(): every channel of the contract, and a misspelt one does not compile", () => {
+    // One client name per REALTIME_EVENTS key (the notifications stream is named without the user id).
+    expectTypeOf<`market:${string}`>().toMatchTypeOf<ClientChannel>();
+    expectTypeOf<'monitor:leaderboard'>().toMatchTypeOf<ClientChannel>();
+    expectTypeOf<'user:notifications'>().toMatchTypeOf<ClientChannel>();
+    expectTypeOf<'user:0b0e4a4e-5f8e-4a36-9d1c-2c3f7c8d9e10'>().toMatchTypeOf<ClientChannel>();
+    expect(Object.keys(REALTIME_EVENTS).sort()).toEqual(['market:<marketId>', 'monitor:leaderboard', 'user:<userId>:notifications']);
+    const subscribe = (channel: ClientChannel) => channel;
+    // @ts-expect-error a misspelt channel
+    subscribe('markets:pm-1');
+    // @ts-expect-error a misspelt stream name
+    subscribe('user:notification');
+    // @ts-expect-error a misspelt monitor
+    subscribe('monitor:leaderbord');
+    expect(subscribe('user:notifications')).toBe('user:notifications');
   });
 });

@@ -40,7 +40,7 @@ export type AckFn = (response: Ack) => void;
 
 // ---------------------------------------------------------------- server → client payloads
 // Each has an OpenAPI component id: the document's `x-realtime` section points at
-// them, and the client's types (src/client/schema.ts) are generated from them.
+// them, and the client's types (client/src/schema.ts) are generated from them.
 
 export const MarketUpdateSchema = z
   .strictObject({

@@ -1,15 +1,15 @@
 /**
- * Writes src/client/schema.ts from the service's own OpenAPI document
+ * Writes client/src/schema.ts (the client package's types) from the service's own OpenAPI document
  * (`npm run client:generate`); `--check` fails when the committed file is
  * stale, so the client can never drift from the routes (run in CI).
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { buildApp } from '../app.js';
-import { testConfig } from '../config.js';
+import { buildApp } from '../src/app.js';
+import { testConfig } from '../src/config.js';
 
-const target = fileURLToPath(new URL('./schema.ts', import.meta.url));
+const target = fileURLToPath(new URL('../client/src/schema.ts', import.meta.url));
 
 /** The OpenAPI document with every optional route tree enabled. */
 export async function openApiDocument(): Promise<unknown> {
@@ -40,7 +40,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   if (process.argv.includes('--check')) {
     const current = await readFile(target, 'utf8').catch(() => '');
     if (current !== next) {
-      process.stderr.write('src/client/schema.ts is stale: run `npm run client:generate`\n');
+      process.stderr.write('client/src/schema.ts is stale: run `npm run client:generate`\n');
       process.exit(1);
     }
     process.stdout.write('client types are up to date\n');

@@ -37,6 +37,29 @@ export interface SessionOptions {
   refreshLock?: RefreshLock;
 }
 
+/**
+ * Auth-state events (like supabase-js's `onAuthStateChange`), each with its payload:
+ * - `signedIn`: a wallet or identity-provider sign-in succeeded, or `restore()` brought a stored
+ *   session back on app start (`restored: true`);
+ * - `refreshed`: a new access token was obtained (before it expired, after a 401, or for a socket);
+ * - `signedOut`: the session is over: `logout()` (`reason: 'logout'`), ending the current session
+ *   with `endSession()` (`'ended'`), or a refresh the server refused because the session is no
+ *   longer valid (`'expired'`: also the case that calls `onLoggedOut`).
+ */
+export interface AuthEvents {
+  signedIn: { user: SessionUser; restored: boolean };
+  refreshed: { user: SessionUser | null };
+  signedOut: { reason: 'logout' | 'ended' | 'expired' };
+}
+export type AuthEvent = keyof AuthEvents;
+
+/** What a refresh request came back with. */
+type Rotation =
+  | { kind: 'ok'; accessToken: string; refreshToken?: string; user: SessionUser }
+  | { kind: 'dead' } // the server refused the refresh token: the session is over
+  | { kind: 'busy'; res: Response } // 429, 403 ORIGIN_NOT_ALLOWED, 5xx: the session may still be good
+  | { kind: 'offline'; err: unknown };
+
 /** Runs `fn` while holding a lock shared by every tab (or process) that refreshes this session. */
 export type RefreshLock = <T>(name: string, fn: () => Promise<T>) => Promise<T>;
 
@@ -60,6 +83,11 @@ export class Session {
   private loggedOut = false;
   user: SessionUser | null = null;
   private readonly doFetch: typeof fetch;
+  private readonly listeners: { [E in AuthEvent]: Set<(payload: AuthEvents[E]) => void> } = {
+    signedIn: new Set(),
+    refreshed: new Set(),
+    signedOut: new Set(),
+  };
 
   constructor(private readonly opts: SessionOptions) {
     if (opts.mode === 'token' && !opts.storage) throw new Error('token mode needs a storage adapter');
@@ -72,6 +100,35 @@ export class Session {
 
   get signedIn(): boolean {
     return this.accessToken !== null;
+  }
+
+  /** Listens to an auth-state event; returns the function that stops listening. */
+  on<E extends AuthEvent>(event: E, listener: (payload: AuthEvents[E]) => void): () => void {
+    const set = this.listeners[event] as Set<(payload: AuthEvents[E]) => void>;
+    set.add(listener);
+    return () => set.delete(listener);
+  }
+
+  /**
+   * One listener for every auth-state event, with the user as it stands after it (null once
+   * signed out); returns the function that stops listening.
+   */
+  onAuthStateChange(listener: (event: AuthEvent, user: SessionUser | null) => void): () => void {
+    const offs = (['signedIn', 'refreshed', 'signedOut'] as const).map((e) => this.on(e, () => listener(e, this.user)));
+    return () => offs.forEach((off) => off());
+  }
+
+  private emit<E extends AuthEvent>(event: E, payload: AuthEvents[E]) {
+    for (const listener of [...(this.listeners[event] as Set<(payload: AuthEvents[E]) => void>)]) {
+      try {
+        listener(payload);
+      } catch (err) {
+        // A failing listener must not undo the session change; report it like an event handler's error.
+        setTimeout(() => {
+          throw err;
+        });
+      }
+    }
   }
 
   private url(path: string) {
@@ -112,7 +169,37 @@ export class Session {
       if (body.refreshToken) await this.opts.storage!.set(body.refreshToken);
       else await this.keepRefreshFromCookie(res);
     }
+    this.emit('signedIn', { user: body.user, restored: false });
     return body.user;
+  }
+
+  /**
+   * Brings back the session of an earlier app run, on app start: token mode from the refresh
+   * token in `storage`, cookie mode from the refresh cookie. Resolves the user (and raises
+   * `signedIn` with `restored: true`), or null when there is no session to restore (nothing
+   * stored, or the server no longer accepts it: the stored token is then cleared; neither
+   * `onLoggedOut` nor `signedOut` is raised, since this run was never signed in). Throws an
+   * `ApiError` on 429, 403 `ORIGIN_NOT_ALLOWED` or 5xx, and the network error when the server
+   * cannot be reached: the stored session is kept, so the app can try again later.
+   */
+  async restore(): Promise<SessionUser | null> {
+    if (this.accessToken && this.user) return this.user;
+    if (this.opts.mode === 'token' && !(await this.opts.storage!.get())) return null;
+    const r = await this.locked(() => this.rotate());
+    switch (r.kind) {
+      case 'ok':
+        await this.adopt(r);
+        this.loggedOut = false;
+        this.emit('signedIn', { user: r.user, restored: true });
+        return this.user;
+      case 'dead':
+        if (this.opts.mode === 'token') await this.opts.storage!.set(null);
+        return null;
+      case 'busy':
+        throw await toApiError(r.res);
+      case 'offline':
+        throw r.err;
+    }
   }
 
   /**
@@ -154,15 +241,21 @@ export class Session {
   }
 
   private doRefresh(): Promise<string | null> {
-    // Cookie mode: the refresh cookie is shared by every tab of the browser. Two tabs
-    // presenting it at once would be a reuse (the session ends), so the request runs under
-    // a lock all tabs share; the next tab then presents the cookie the first one rotated.
+    return this.locked(() => this.refreshOnce());
+  }
+
+  /**
+   * Cookie mode: the refresh cookie is shared by every tab of the browser. Two tabs
+   * presenting it at once would be a reuse (the session ends), so the request runs under
+   * a lock all tabs share; the next tab then presents the cookie the first one rotated.
+   */
+  private locked<T>(run: () => Promise<T>): Promise<T> {
     const lock = this.opts.mode === 'cookie' ? (this.opts.refreshLock ?? webLocks()) : undefined;
-    const run = () => this.refreshOnce();
     return lock ? lock(`pb-refresh:${this.opts.baseUrl}`, run) : run();
   }
 
-  private async refreshOnce(): Promise<string | null> {
+  /** One `POST /auth/refresh` with the stored token (token mode) or the cookie, classified. */
+  private async rotate(): Promise<Rotation> {
     let body: Record<string, string> = {};
     if (this.opts.mode === 'token') {
       const stored = await this.opts.storage!.get();
@@ -171,21 +264,38 @@ export class Session {
     let res: Response;
     try {
       res = await this.postJson('/api/v1/auth/refresh', body);
-    } catch {
-      return this.accessToken; // network trouble is not a logout; the caller's request fails as it is
+    } catch (err) {
+      return { kind: 'offline', err };
     }
     // 429, 5xx and 403 ORIGIN_NOT_ALLOWED leave the session (and its cookies) as they are.
-    if (res.status === 429 || res.status === 403 || res.status >= 500) return null;
-    if (!res.ok) {
-      await this.end();
-      return null;
-    }
+    if (res.status === 429 || res.status === 403 || res.status >= 500) return { kind: 'busy', res };
+    if (!res.ok) return { kind: 'dead' };
     // A cookie refresh answers without `refreshToken` (docs/decisions.md §3.6): it lives in the cookie only.
     const out = (await res.json()) as { accessToken: string; refreshToken?: string; user: SessionUser };
-    this.accessToken = out.accessToken;
-    this.user = { ...this.user, ...out.user };
-    if (this.opts.mode === 'token' && out.refreshToken) await this.opts.storage!.set(out.refreshToken);
-    return out.accessToken;
+    return { kind: 'ok', ...out };
+  }
+
+  private async adopt(r: Extract<Rotation, { kind: 'ok' }>) {
+    this.accessToken = r.accessToken;
+    this.user = { ...this.user, ...r.user };
+    if (this.opts.mode === 'token' && r.refreshToken) await this.opts.storage!.set(r.refreshToken);
+  }
+
+  private async refreshOnce(): Promise<string | null> {
+    const r = await this.rotate();
+    switch (r.kind) {
+      case 'offline':
+        return this.accessToken; // network trouble is not a logout; the caller's request fails as it is
+      case 'busy':
+        return null;
+      case 'dead':
+        await this.end();
+        return null;
+      case 'ok':
+        await this.adopt(r);
+        this.emit('refreshed', { user: this.user });
+        return r.accessToken;
+    }
   }
 
   private async end() {
@@ -195,6 +305,7 @@ export class Session {
     if (!this.loggedOut) {
       this.loggedOut = true;
       this.opts.onLoggedOut?.();
+      this.emit('signedOut', { reason: 'expired' });
     }
   }
 
@@ -207,10 +318,12 @@ export class Session {
         credentials: this.credentials(),
       }).catch(() => undefined);
     }
+    const wasIn = this.accessToken !== null || this.user !== null;
     this.accessToken = null;
     this.user = null;
     this.loggedOut = true;
     if (this.opts.mode === 'token') await this.opts.storage!.set(null);
+    if (wasIn) this.emit('signedOut', { reason: 'logout' });
   }
 
   /** The caller's live sessions, most recently used first (docs/decisions.md §10.5). */
@@ -230,6 +343,7 @@ export class Session {
       this.user = null;
       this.loggedOut = true;
       if (this.opts.mode === 'token') await this.opts.storage!.set(null);
+      this.emit('signedOut', { reason: 'ended' });
     }
   }
 

@@ -36,6 +36,17 @@ export interface ClientRaisedEvents {
   'notifications:reset': { seq: number };
 }
 
+/**
+ * The channels a client may name in `subscribe` (docs/decisions.md §8, the server's
+ * `REALTIME_EVENTS`): a market's prices, the leaderboard monitor, the caller's own notification
+ * stream, and the reserved `user:<userId>` channel (a UUID). A misspelt name does not compile.
+ */
+export type Channel =
+  `market:${string}` | 'monitor:leaderboard' | 'user:notifications' | `user:${string}-${string}-${string}-${string}-${string}`;
+
+/** The reserved `user:<userId>` channel of a user id as the API answers it (a UUID). */
+export const userChannel = (userId: string) => `user:${userId}` as Channel;
+
 const NOTIFICATIONS = 'user:notifications';
 const STREAM_EVENTS = ['notification', 'notification:updated', 'notification:deleted', 'notifications:read-all'] as const;
 type StreamEvent = (typeof STREAM_EVENTS)[number];
@@ -161,7 +172,9 @@ export class Realtime {
    * `user:notifications`. For `user:notifications`, `lastSeq` (e.g. the `seq` of the list the app
    * just loaded) resumes after it; without it the client resumes from the last seq it saw, if any.
    */
-  async subscribe(channel: string, opts: { lastSeq?: number } = {}): Promise<Ack> {
+  subscribe(channel: 'user:notifications', opts?: { lastSeq?: number }): Promise<Ack>;
+  subscribe(channel: Channel): Promise<Ack>;
+  async subscribe(channel: Channel, opts: { lastSeq?: number } = {}): Promise<Ack> {
     const lastSeq = channel === NOTIFICATIONS ? (opts.lastSeq ?? this.lastSeq) : undefined;
     if (channel === NOTIFICATIONS && opts.lastSeq !== undefined) this.lastSeq = opts.lastSeq;
     const ack = await this.subscribeOnce(channel, lastSeq);
@@ -169,7 +182,7 @@ export class Realtime {
     return ack;
   }
 
-  async unsubscribe(channel: string): Promise<Ack> {
+  async unsubscribe(channel: Channel): Promise<Ack> {
     this.channels.delete(channel);
     return this.emit('unsubscribe', channel);
   }

@@ -1,9 +1,11 @@
 /**
- * TypeScript client of the API for the SPA, the mobile app and dashboards.
- * No server-side imports: fetch, openapi-fetch and socket.io-client only.
+ * TypeScript client of the API for the SPA, the mobile app and dashboards
+ * (package `@predict-backend/client`, docs/client.md). No server-side imports:
+ * fetch, openapi-fetch and socket.io-client only.
  *
  *   const client = createApiClient({ baseUrl, mode: 'cookie', onLoggedOut });
- *   await client.session.signInWithWallet({ address, chain: 'solana', signMessage });
+ *   client.session.on('signedOut', () => router.push('/login'));
+ *   const user = (await client.session.restore()) ?? (await client.session.signInWithWallet({ address, chain: 'solana', signMessage }));
  *   const events = await unwrap(client.api.GET('/api/v1/events', { params: { query: { limit: 20 } } }));
  */
 import createClient from 'openapi-fetch';
@@ -21,8 +23,18 @@ export {
   type Chain,
   type SessionInfo,
   type RefreshLock,
+  type AuthEvents,
+  type AuthEvent,
 } from './session.js';
-export { Realtime, type RealtimeOptions, type RealtimeEvents, type ClientRaisedEvents, type Ack } from './realtime.js';
+export {
+  Realtime,
+  type RealtimeOptions,
+  type RealtimeEvents,
+  type ClientRaisedEvents,
+  type Ack,
+  type Channel,
+  userChannel,
+} from './realtime.js';
 export type { paths, components } from './schema.js';
 
 export function createApiClient(opts: SessionOptions) {
