@@ -10,3 +10,4 @@ export * from './history.js';
 export * from './jobs.js';
 export * from './streams.js';
 export * from './watchlist.js';
+export * from './follows.js';

@@ -37,6 +37,7 @@ import { alertRoutes } from './domains/alerts/plugin.js';
 import { watchlistRoutes } from './domains/watchlist/plugin.js';
 import { pushRoutes } from './domains/push/plugin.js';
 import { leaderboardRoutes } from './domains/leaderboard/plugin.js';
+import { followRoutes, traderRoutes } from './domains/follows/plugin.js';
 import { realtimePlugin, type RealtimeOptions } from './domains/realtime/plugin.js';
 import { userStreams, type UserStreamOptions } from './domains/notifications/stream-hub.js';
 import { hotMarketsPlugin, type HotMarketsPluginOptions } from './domains/events/hot-markets-plugin.js';
@@ -247,6 +248,8 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   await app.register(watchlistRoutes, { prefix: '/api/v1/watchlist' });
   await app.register(pushRoutes, { prefix: '/api/v1/push' });
   await app.register(leaderboardRoutes, { prefix: '/api/v1/leaderboard' });
+  await app.register(traderRoutes, { prefix: '/api/v1/traders' });
+  await app.register(followRoutes, { prefix: '/api/v1/follows' });
   await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot', flood });
 
   // docs/decisions.md §11.2: before realtime, so it sees the Socket.IO rooms from the first socket on.

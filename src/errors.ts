@@ -21,6 +21,7 @@ export type ErrorCode =
   | 'METHOD_NOT_ALLOWED'
   | 'ALERT_LIMIT'
   | 'WATCHLIST_FULL'
+  | 'FOLLOW_LIMIT'
   | 'CONFLICT'
   | 'DELIVERY_NOT_FAILED'
   | 'PAYLOAD_TOO_LARGE'

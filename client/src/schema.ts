@@ -272,6 +272,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/follows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's followed traders, most recently followed first
+         * @description `lastTradeAt` is the newest fill the poller has seen for the trader (null before the first). When a followed trader trades on Polymarket, each follower gets one `trader_trade` notification per (trader, market, side) per poll of the `follows-poll` job (every 60 s): title "<name> bought/sold <outcome> on <market title>", `data` `{ walletAddress, marketId, eventSlug, side, outcome, price, size, usd, at, transactionHash, fills }` (`size` and `usd` summed over the poll's fills, `price` their size-weighted average, `at`/`transactionHash` the newest fill's; `marketId`/`eventSlug` null when the market is not in our catalogue). Fills from before the follow are never sent; each fill is sent once. Delay: at most 5 minutes for the 300 most-followed traders; the others are read at most every 30 minutes as far as the venue budget allows (docs/decisions.md §18.3). Push preferences (`types.trader_trade`, on by default), quiet hours and Telegram apply as for every type.
+         */
+        get: operations["listFollows"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/follows/{address}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Follow a trader
+         * @description The address is the trader's account wallet (any case; stored lower-case; use GET /traders/search to turn a name or a signer address into one); a malformed address → 400. 201 when newly followed, 200 with the stored `followedAt` when already followed. At most 100 per user: the next → 409 FOLLOW_LIMIT. When a followed trader trades on Polymarket, each follower gets one `trader_trade` notification per (trader, market, side) per poll of the `follows-poll` job (every 60 s): title "<name> bought/sold <outcome> on <market title>", `data` `{ walletAddress, marketId, eventSlug, side, outcome, price, size, usd, at, transactionHash, fills }` (`size` and `usd` summed over the poll's fills, `price` their size-weighted average, `at`/`transactionHash` the newest fill's; `marketId`/`eventSlug` null when the market is not in our catalogue). Fills from before the follow are never sent; each fill is sent once. Delay: at most 5 minutes for the 300 most-followed traders; the others are read at most every 30 minutes as far as the venue budget allows (docs/decisions.md §18.3). Push preferences (`types.trader_trade`, on by default), quiet hours and Telegram apply as for every type.
+         */
+        put: operations["followTrader"];
+        post?: never;
+        /**
+         * Stop following a trader
+         * @description Any case; 204 also when the trader was not followed; a malformed address → 400.
+         */
+        delete: operations["unfollowTrader"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/internal/beta-keys": {
         parameters: {
             query?: never;
@@ -708,6 +752,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/traders/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find a trader by name or address
+         * @description At most 10 traders: first our ranked traders (on any current leaderboard) whose display name or address starts with `q` (case-insensitive), by their OVERALL / ALL rank (`rank`, null when not on that board) then address; then Polymarket's profile search (Gamma `/public-search`, cached 10 minutes per `q`) in the venue's order, minus addresses already listed. An address `q` (0x + 40 hex) that is an account's signer address (EOA) resolves to that account's wallet (Gamma `/public-profile`, cached 24 hours): `walletAddress` is always the account wallet that GET /leaderboard/{address} and PUT /follows/{address} take. An address that is neither a known account nor the signer of one gives our matches only (possibly none: 200 with `[]`). `displayName` is the trader's name, else the address; `avatarUrl` is null when there is none. When the venue fails or is slow, the answer is our matches only (never a 5xx). `q` shorter than 2 or longer than 100 characters (after trimming) → 400.
+         */
+        get: operations["searchTraders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/watchlist": {
         parameters: {
             query?: never;
@@ -966,6 +1030,43 @@ export interface components {
             /** @description USD, sum of the markets’ volumes */
             totalVolume: number;
         };
+        /**
+         * @example {
+         *       "walletAddress": "0x51698a47f840a242abc2ca0351371c7ffac41842",
+         *       "followedAt": "2026-11-26T21:30:00.000Z"
+         *     }
+         */
+        Follow: {
+            /** @description ISO 8601; a repeated follow answers the stored time */
+            followedAt: string;
+            walletAddress: string;
+        };
+        FollowedTrader: {
+            avatarUrl: string | null;
+            /** @description The trader's name (leaderboard, else the venue's fills), else the address */
+            displayName: string;
+            /** @description ISO 8601 */
+            followedAt: string;
+            /** @description The newest fill seen for the trader (ISO 8601); null before the first */
+            lastTradeAt: string | null;
+            walletAddress: string;
+        };
+        /**
+         * @example {
+         *       "traders": [
+         *         {
+         *           "walletAddress": "0x51698a47f840a242abc2ca0351371c7ffac41842",
+         *           "displayName": "00gringo00",
+         *           "avatarUrl": null,
+         *           "followedAt": "2026-11-26T21:30:00.000Z",
+         *           "lastTradeAt": "2026-11-26T21:41:17.000Z"
+         *         }
+         *       ]
+         *     }
+         */
+        FollowList: {
+            traders: components["schemas"]["FollowedTrader"][];
+        };
         JobOutcome: {
             error?: string;
             finishedAt: string;
@@ -1102,7 +1203,7 @@ export interface components {
              * @description docs/decisions.md §6 and §17.2. The watchlist's lifecycle types carry `data.eventSlug` and `data.marketId`, and: `market_resolved` `data.result` (`yes` | `no`, of the side `yesPrice` prices); `market_closing_soon` `data.endDate` (ISO 8601); `market_moved` `data.from` and `data.to` (readings of `yesPrice`); `new_market` `data.title`.
              * @enum {string}
              */
-            type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market";
+            type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market" | "trader_trade";
         };
         /** @description `notification:deleted` on `user:notifications`: one notification was removed */
         NotificationDeletedEvent: {
@@ -1138,7 +1239,7 @@ export interface components {
              * @description docs/decisions.md §6 and §17.2. The watchlist's lifecycle types carry `data.eventSlug` and `data.marketId`, and: `market_resolved` `data.result` (`yes` | `no`, of the side `yesPrice` prices); `market_closing_soon` `data.endDate` (ISO 8601); `market_moved` `data.from` and `data.to` (readings of `yesPrice`); `new_market` `data.title`.
              * @enum {string}
              */
-            type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market";
+            type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market" | "trader_trade";
             /**
              * Format: int64
              * @description The user's unread notifications after the change
@@ -1242,9 +1343,10 @@ export interface components {
                 order_filled: boolean;
                 position_resolved: boolean;
                 price_alert_triggered: boolean;
+                trader_trade: boolean;
             };
             /** @description Types delivered at once even inside quiet hours (default `[]`); not counted in the digest */
-            urgentTypes: ("order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market")[];
+            urgentTypes: ("order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market" | "trader_trade")[];
         };
         /** @description While the local time in `timezone` is in [`start`, `end`) — a window may cross midnight, e.g. 22:00–07:00 — push and Telegram deliveries of types not in `urgentTypes` are held; when the window ends they go out within 60 s as one digest per device and chat (docs/decisions.md §14.4). In-app notifications and the live stream are unaffected. */
         QuietHours: {
@@ -1329,6 +1431,40 @@ export interface components {
             totalTrades: number;
             walletAddress: string;
             winRate: number;
+        };
+        TraderSearchHit: {
+            /** @description null when there is none */
+            avatarUrl: string | null;
+            /** @description The trader's name, else the address */
+            displayName: string;
+            isKol: boolean;
+            /** @description Rank on the OVERALL / ALL board (PnL, descending); null when not ranked there */
+            rank: number | null;
+            /** @description The account wallet (what GET /leaderboard/{address} takes), lower-case */
+            walletAddress: string;
+        };
+        /**
+         * @example {
+         *       "traders": [
+         *         {
+         *           "walletAddress": "0x51698a47f840a242abc2ca0351371c7ffac41842",
+         *           "displayName": "00gringo00",
+         *           "avatarUrl": null,
+         *           "isKol": false,
+         *           "rank": 1
+         *         },
+         *         {
+         *           "walletAddress": "0x322f041810cee536293dcb4c99fc23b3a766940a",
+         *           "displayName": "00grinder",
+         *           "avatarUrl": "https://example.com/profile.png",
+         *           "isKol": false,
+         *           "rank": null
+         *         }
+         *       ]
+         *     }
+         */
+        TraderSearchResult: {
+            traders: components["schemas"]["TraderSearchHit"][];
         };
         /**
          * @example {
@@ -2645,6 +2781,160 @@ export interface operations {
             };
         };
     };
+    listFollows: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FollowList"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    followTrader: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The trader's account wallet, any case (stored lower-case) */
+                address: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Follow"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Follow"];
+                };
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    unfollowTrader: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The trader's account wallet, any case (stored lower-case) */
+                address: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Not followed (any more) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     createBetaKeys: {
         parameters: {
             query?: never;
@@ -3118,7 +3408,7 @@ export interface operations {
                      * @description docs/decisions.md §6 and §17.2. The watchlist's lifecycle types carry `data.eventSlug` and `data.marketId`, and: `market_resolved` `data.result` (`yes` | `no`, of the side `yesPrice` prices); `market_closing_soon` `data.endDate` (ISO 8601); `market_moved` `data.from` and `data.to` (readings of `yesPrice`); `new_market` `data.title`.
                      * @enum {string}
                      */
-                    type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market";
+                    type: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market" | "trader_trade";
                     /** Format: uuid */
                     userId: string;
                 };
@@ -3665,7 +3955,7 @@ export interface operations {
                 /** @description Only read (`true`) or unread (`false`) notifications */
                 read?: "true" | "false";
                 /** @description docs/decisions.md §6 and §17.2. The watchlist's lifecycle types carry `data.eventSlug` and `data.marketId`, and: `market_resolved` `data.result` (`yes` | `no`, of the side `yesPrice` prices); `market_closing_soon` `data.endDate` (ISO 8601); `market_moved` `data.from` and `data.to` (readings of `yesPrice`); `new_market` `data.title`. */
-                type?: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market";
+                type?: "order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market" | "trader_trade";
             };
             header?: never;
             path?: never;
@@ -3966,9 +4256,10 @@ export interface operations {
                         order_filled?: boolean;
                         position_resolved?: boolean;
                         price_alert_triggered?: boolean;
+                        trader_trade?: boolean;
                     };
                     /** @description Replaces the stored list (duplicates are dropped); an unknown type is 400 */
-                    urgentTypes?: ("order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market")[];
+                    urgentTypes?: ("order_filled" | "position_resolved" | "copy_trade_executed" | "price_alert_triggered" | "mission_completed" | "market_resolved" | "market_closing_soon" | "market_moved" | "new_market" | "trader_trade")[];
                 };
             };
         };
@@ -4116,6 +4407,47 @@ export interface operations {
             };
             /** @description Missing or invalid credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    searchTraders: {
+        parameters: {
+            query: {
+                /** @description A name prefix or an address (0x + 40 hex: an account wallet or its signer address), 2–100 characters */
+                q: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TraderSearchResult"];
+                };
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { buildUrl, requestJson, type RequestOptions } from '../lib/http.js';
-import { createTokenBucket, type TokenBucket } from '../lib/token-bucket.js';
+import { createLaneLimiter, type LaneLimiter } from '../lib/lane-limiter.js';
 import { APP_NAME, APP_VERSION } from '../lib/version.js';
 
 /**
@@ -34,7 +34,8 @@ export interface VenueClient {
   baseUrl: string;
   /** Options every request of this API uses: limiter, timeouts, retries, headers. */
   http: RequestOptions;
-  limiter: TokenBucket;
+  /** The API's one limiter; `limiter.lane(name, share)` gives a caller a priority share of it (lane-limiter.ts). */
+  limiter: LaneLimiter;
 }
 
 export type VenueClients = Readonly<Record<VenueApi, VenueClient>>;
@@ -74,7 +75,7 @@ export function createVenueClients(config: VenueUrls, opts: VenueClientOptions =
     // A burst of half the rate leaves room for requests that reach the venue
     // a little later than they were granted (queueing, network), so the
     // venue never sees more than r × w + r in a window.
-    const limiter = createTokenBucket({ ratePerSec: rate, capacity: Math.max(1, Math.floor(rate / 2)), now: opts.now, sleep: opts.sleep });
+    const limiter = createLaneLimiter({ ratePerSec: rate, capacity: Math.max(1, Math.floor(rate / 2)), now: opts.now, sleep: opts.sleep });
     return {
       api,
       baseUrl: base[api].replace(/\/+$/, ''),
@@ -92,6 +93,16 @@ export function createVenueClients(config: VenueUrls, opts: VenueClientOptions =
     };
   };
   return { gamma: make('gamma'), clob: make('clob'), kalshi: make('kalshi'), data: make('data') };
+}
+
+/**
+ * `client` with its requests taken from the priority lane `name` of its
+ * limiter: at most `share` of the API's budget, served before the other
+ * callers (docs/venues.md "What we call": the follow poller's half of Data's
+ * budget). The lane is created once per limiter and name.
+ */
+export function withPriorityShare(client: VenueClient, name: string, share: number): VenueClient {
+  return { ...client, http: { ...client.http, limiter: client.limiter.lane(name, share) } };
 }
 
 /** GET `path` with `query` through the client's limiter and retry policy. */

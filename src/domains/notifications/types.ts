@@ -15,6 +15,8 @@ export const NOTIFICATION_TYPES = [
   'market_closing_soon',
   'market_moved',
   'new_market',
+  // docs/decisions.md §18.3: a followed trader traded.
+  'trader_trade',
 ] as const;
 export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
 
