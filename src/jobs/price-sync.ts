@@ -1,4 +1,4 @@
-import { backfillTrackedHistory, compactHistory } from '../domains/events/history.js';
+import { backfillTrackedHistory, compactHistory, pruneReadings } from '../domains/events/history.js';
 import { refreshTrackedPrices } from '../domains/events/prices.js';
 import { handlePriceChanges } from './events-sync.js';
 import { lastSuccessAt } from './runs.js';
@@ -10,8 +10,8 @@ const NAME = 'price-sync';
  * docs/decisions.md §5, §9, §11.2: every 60 s, the prices of the tracked
  * markets through the venues' batch endpoints; changes go out on
  * `market:<id>` and through the price-alert check as they are written; then
- * the chart backfill of newly tracked markets and the history compaction
- * since this job's last successful run. A venue outage fails the run after
+ * the chart backfill of newly tracked markets, the history compaction
+ * since this job's last successful run and the readings older than a day. A venue outage fails the run after
  * the other venue's prices are written.
  */
 export const priceSyncJob: JobDefinition = {
@@ -25,6 +25,7 @@ export const priceSyncJob: JobDefinition = {
       const backfill = await backfillTrackedHistory(deps);
       if (backfill.done > 0) deps.dataChanged('events');
       await compactHistory(deps, since);
+      await pruneReadings(deps);
     } finally {
       deps.dataChanged('events');
     }

@@ -33,12 +33,12 @@ async function seedMarketsAndUsers(b: BenchApp, now: Date) {
   await b.db.rows(sql`
     insert into users (chain, wallet_address, auth_method)
     select 'evm', '0x' || lpad(to_hex(g), 40, '0'), 'wallet' from generate_series(1, 10000) g`);
-  // The readings move alerts measure from: the last day, within ±0.01 of 0.5.
+  // The readings move alerts measure from (price_readings, every reading counts): the last day, within ±0.01 of 0.5.
   await b.db.rows(sql`
-    insert into price_history (market_id, ts, price)
+    insert into price_readings (market_id, at, price)
     select 'bm-' || g, ${now.toISOString()}::timestamptz - make_interval(mins => 10 * k), 0.49 + random() * 0.02
     from generate_series(0, ${MARKETS - 1}::int) g, generate_series(1, ${HISTORY_POINTS}::int) k`);
-  await b.db.rows(sql`vacuum analyze price_history`);
+  await b.db.rows(sql`vacuum analyze price_readings`);
 }
 
 /**

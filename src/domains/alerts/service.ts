@@ -222,8 +222,9 @@ function crossingSql(side: 'yes' | 'no', condition: 'above' | 'below', now: SQL)
  * looks at, all set-based:
  *  - crossing alerts of the changed markets (crossingSql), fired or re-armed;
  *  - move alerts of the changed markets whose `change` is within the market's
- *    largest difference from a reading of the last 1440 minutes (the
- *    markets' readings are read from price_history once, one aggregate per
+ *    largest difference from a reading of the last 1440 minutes (every
+ *    reading, docs/decisions.md §14.2: the markets' earlier prices with their
+ *    last reading times are read from price_readings once, one aggregate per
  *    market); for those, the min and max of the readings after each alert's
  *    own lower bound (window start, creation, last firing) come from one
  *    window function over the market's readings and the alerts' bounds sorted
@@ -257,8 +258,9 @@ export function alertTriggerSql(payload: string, now: Date): SQL {
         select d.market_id from due d join price_alerts a on a.id = d.id where a.condition = 'moves'
       ),
       hist as materialized (
-        select h.market_id, h.ts, h.price from hm join price_history h
-          on h.market_id = hm.market_id and h.ts > ${t} - make_interval(mins => ${MAX_WINDOW_MINUTES}::int) and h.ts <= ${t}
+        -- Every reading of the last day (price_readings: one row per run of equal readings, at its last), not the minute points.
+        select h.market_id, h.at as ts, h.price from hm join price_readings h
+          on h.market_id = hm.market_id and h.at > ${t} - make_interval(mins => ${MAX_WINDOW_MINUTES}::int) and h.at <= ${t}
       ),
       moved as (
         select c.market_id, c.p, greatest(c.p - min(h.price), max(h.price) - c.p) as dev
@@ -360,8 +362,8 @@ export type AlertCheckDeps = NotifyDeps;
 
 /**
  * The price-alert check (docs/decisions.md §6, §14.2, §14.3), run by the
- * price-sync and events-sync jobs with each cycle's changed prices (which
- * they have just written to price_history). One statement (alertTriggerSql)
+ * price-sync and events-sync jobs with each cycle's changed prices (whose
+ * previous prices they have just written to price_readings). One statement (alertTriggerSql)
  * fires crossing and move alerts, re-arms repeating crossing alerts (a
  * re-arming reading is a change too, so it is seen) and gives a repeating
  * alert whose cooldown just ended its one look at an unchanged price. FOR

@@ -49,6 +49,22 @@ export async function compactHistory(deps: Pick<MarketDataDeps, 'dbh' | 'clock'>
   return Number(rows[0]?.n ?? 0);
 }
 
+/** The longest move window (alerts' `windowMinutes` ≤ 1440, docs/decisions.md §14.3): readings older than this are never read. */
+export const READINGS_KEEP_MS = DAY_MS;
+
+/**
+ * Drops price_readings older than a day (drizzle/events.ts priceReadings):
+ * one range delete on price_readings_at_idx per price-sync, so the table
+ * holds a day of price changes, not a growing history.
+ */
+export async function pruneReadings(deps: Pick<MarketDataDeps, 'dbh' | 'clock'>): Promise<number> {
+  const cutoff = new Date(deps.clock().getTime() - READINGS_KEEP_MS).toISOString();
+  const rows = await deps.dbh.rows<{ n: number }>(
+    sql`with del as (delete from price_readings where at < ${cutoff}::timestamptz returning 1) select count(*)::int as n from del`,
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
 /** Inserts venue points downsampled to the retention rules, never overwriting ours. */
 async function insertHistory(deps: MarketDataDeps, marketId: string, points: HistoryPoint[]) {
   const now = deps.clock().getTime();

@@ -217,7 +217,8 @@ export function createHotMarketsLease(
 /**
  * Stores one market's price from the socket in the columns the REST price
  * path writes (prices.ts: yes_price, price_updated_at,
- * updated_at, and the minute's history point). One market per statement:
+ * updated_at, the minute's history point, and the price it replaces in
+ * price_readings, store.ts applyReadings). One market per statement:
  * a single row lock can never deadlock with the sync jobs' page-wide
  * writes. Returns the market's volume when the price changed, else undefined.
  */
@@ -229,11 +230,21 @@ export async function storeHotPrice(
 ): Promise<{ volume: number } | undefined> {
   const minute = new Date(Math.floor(now.getTime() / 60_000) * 60_000);
   const rows = await deps.dbh.rows<{ volume: number }>(
-    sql`with upd as (
-          update markets set yes_price = ${price}::float8, price_updated_at = ${now.toISOString()}::timestamptz,
-            updated_at = ${now.toISOString()}::timestamptz
+    sql`with old as (
+          select id, yes_price, price_updated_at from markets
           where id = ${marketId} and yes_price is distinct from ${price}::float8
-          returning id, volume
+          for update
+        ),
+        upd as (
+          update markets m set yes_price = ${price}::float8, price_updated_at = ${now.toISOString()}::timestamptz,
+            updated_at = ${now.toISOString()}::timestamptz
+          from old where m.id = old.id
+          returning m.id, m.volume
+        ),
+        runs as (
+          insert into price_readings (market_id, at, price)
+          select id, price_updated_at, yes_price from old where yes_price is not null and price_updated_at is not null
+          returning 1
         ),
         hist as (
           insert into price_history (market_id, ts, price)

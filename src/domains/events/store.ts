@@ -81,8 +81,10 @@ export interface ApplyOptions {
 
 /**
  * Writes price reads in one statement: prices, volumes, status,
- * `price_updated_at` (the read happened, whatever it said) and a minute
- * history point for each changed non-null price; then the affected groups'
+ * `price_updated_at` (the read happened, whatever it said), a minute
+ * history point for each changed non-null price and, for each change, the
+ * price it ended with its last reading (price_readings: every reading counts
+ * for moves, docs/decisions.md §14.2); then the affected groups'
  * totals. Returns the markets whose price changed to a number (first reads of
  * a market are not changes: nobody can follow or alert on it yet).
  */
@@ -104,7 +106,7 @@ export async function applyReadings(
           from json_to_recordset(${json(payload)}) as x(id text, p float8, keep boolean, v float8, v24 float8, st text)
         ),
         cur as (
-          select i.id, m.event_group_id as gid, m.yes_price as old_p, m.volume as old_v, m.volume_24h as old_v24, m.status as old_st,
+          select i.id, m.event_group_id as gid, m.yes_price as old_p, m.price_updated_at as old_pu, m.volume as old_v, m.volume_24h as old_v24, m.status as old_st,
                  (m.price_updated_at is null and m.yes_price is null) as first,
                  (i.keep or (${opts.yieldToTracked ?? false} and coalesce(i.st, m.status) = 'active' and m.tracked_at > ${recent}::timestamptz)) as held,
                  i.p, coalesce(i.v, m.volume) as v, coalesce(i.v24, m.volume_24h) as v24, coalesce(i.st, m.status) as st
@@ -125,6 +127,12 @@ export async function applyReadings(
           insert into price_history (market_id, ts, price)
           select id, ${minute}::timestamptz, np from next where np is not null and np is distinct from old_p
           on conflict (market_id, ts) do update set price = excluded.price
+          returning 1
+        ),
+        runs as (
+          -- The price the market held until now, with its last reading (priceReadings in drizzle/events.ts).
+          insert into price_readings (market_id, at, price)
+          select id, old_pu, old_p from next where np is distinct from old_p and old_p is not null and old_pu is not null
           returning 1
         )
         select id, np as p, v, gid, first, (np is not null and np is distinct from old_p) as moved,
