@@ -11,7 +11,7 @@ import { serializeError } from './lib/log-errors.js';
 import { lazyChildLogger, RequestLogController } from './lib/request-log.js';
 import { errorsPlugin, sendProblem } from './plugins/errors.js';
 import { securityHeaders } from './plugins/security-headers.js';
-import { infraPlugin } from './plugins/infra.js';
+import { infraPlugin, type DataTopic } from './plugins/infra.js';
 import { clientAddressPlugin } from './plugins/client-address.js';
 import { metricsPlugin } from './plugins/metrics.js';
 import { overloadPlugin, type OverloadGuard, type OverloadOptions } from './plugins/overload.js';
@@ -44,6 +44,7 @@ import { hotMarketsPlugin, type HotMarketsPluginOptions } from './domains/events
 import { realtimeDocument } from './domains/realtime/schemas.js';
 import { asyncApiDocument } from './domains/realtime/asyncapi.js';
 import { jobsPlugin } from './jobs/plugin.js';
+import { handlePriceChanges } from './jobs/price-changes.js';
 import { jobRoutes } from './jobs/routes.js';
 import { jobDefinitions } from './jobs/registry.js';
 import type { JobDefinition } from './jobs/types.js';
@@ -252,8 +253,21 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   await app.register(followRoutes, { prefix: '/api/v1/follows' });
   await app.register(messengerRoutes, { prefix: '/api/v1/messenger-bot', flood });
 
-  // docs/decisions.md §11.2: before realtime, so it sees the Socket.IO rooms from the first socket on.
-  await app.register(hotMarketsPlugin, overrides.hotMarkets ?? {});
+  // docs/decisions.md §11.2: before realtime, so it hears of the market rooms (signal `marketRoom`) from the first socket on.
+  // The feed's stored prices take the one price-change path (it published them already).
+  const priceChangeDeps = {
+    db: app.db,
+    config: app.config,
+    log: app.log.child({ component: 'hot-markets' }),
+    clock: app.clock,
+    publish: app.publish,
+    delivery: app.delivery,
+    dataChanged: (topic: DataTopic) => app.signals.emit('dataChanged', topic),
+  };
+  await app.register(hotMarketsPlugin, {
+    ...overrides.hotMarkets,
+    onPriceChanges: (changes) => handlePriceChanges(priceChangeDeps, changes, { published: true }),
+  });
   // docs/decisions.md §12.3: the users' streams are the notifications domain's; realtime serves them.
   const { streamGapWaitMs, streamPageSize, ...realtime } = overrides.realtime ?? {};
   await app.register(realtimePlugin, {

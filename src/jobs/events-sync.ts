@@ -1,16 +1,6 @@
-import { checkPriceAlerts } from '../domains/alerts/service.js';
-import { publishPriceChanges, type PriceChange } from '../domains/events/changes.js';
 import { syncCatalogue } from '../domains/events/catalogue.js';
-import type { JobDefinition, JobDeps } from './types.js';
-
-/** Each written page's price changes go out live and through the price-alert check (docs/decisions.md §5, §6). */
-export function handlePriceChanges(deps: JobDeps) {
-  return async (changes: PriceChange[]) => {
-    deps.dataChanged('events');
-    publishPriceChanges(deps, changes);
-    await checkPriceAlerts(deps, changes);
-  };
-}
+import { handlePriceChanges } from './price-changes.js';
+import type { JobDefinition } from './types.js';
 
 /**
  * docs/decisions.md §5, §9, §11.1: every 5 minutes, the catalogue of both
@@ -24,7 +14,7 @@ export const eventsSyncJob: JobDefinition = {
   async run(deps) {
     let outcome;
     try {
-      outcome = await syncCatalogue(deps, { full: deps.trigger === 'manual', onChanges: handlePriceChanges(deps) });
+      outcome = await syncCatalogue(deps, { full: deps.trigger === 'manual', onChanges: (changes) => handlePriceChanges(deps, changes) });
     } finally {
       deps.dataChanged('events');
     }

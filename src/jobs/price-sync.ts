@@ -1,6 +1,6 @@
 import { backfillTrackedHistory, compactHistory, pruneReadings } from '../domains/events/history.js';
 import { refreshTrackedPrices } from '../domains/events/prices.js';
-import { handlePriceChanges } from './events-sync.js';
+import { handlePriceChanges } from './price-changes.js';
 import { lastSuccessAt } from './runs.js';
 import type { JobDefinition } from './types.js';
 
@@ -21,7 +21,7 @@ export const priceSyncJob: JobDefinition = {
     const since = await lastSuccessAt(deps.db, NAME);
     let outcome;
     try {
-      outcome = await refreshTrackedPrices(deps, { onChanges: handlePriceChanges(deps) });
+      outcome = await refreshTrackedPrices(deps, { onChanges: (changes) => handlePriceChanges(deps, changes) });
       const backfill = await backfillTrackedHistory(deps);
       if (backfill.done > 0) deps.dataChanged('events');
       await compactHistory(deps, since);

@@ -24,6 +24,8 @@ export type Signals = EventEmitter<{
   dataChanged: [topic: DataTopic];
   /** A change to this user's notifications reached its stream, from this instance or another one (notifications/stream-hub.ts). */
   userStreamChanged: [userId: string];
+  /** A `market:<id>` room of this instance got its first socket (open) or lost its last (the realtime layer; the hot-market registry listens). */
+  marketRoom: [marketId: string, open: boolean];
 }>;
 
 declare module 'fastify' {

@@ -1,13 +1,8 @@
 import fp from 'fastify-plugin';
-import { checkPriceAlerts } from '../alerts/service.js';
-import {
-  createHotFeed,
-  createHotMarketRegistry,
-  createHotMarketsLease,
-  HOT_MARKETS_DEFAULTS,
-  type HotFeed,
-  type HotMarketsOptions,
-} from './hot-markets.js';
+import type { PriceChange } from './changes.js';
+import { createHotFeed, HOT_MARKETS_DEFAULTS, type HotFeed, type HotMarketsOptions } from './hot-market-feed.js';
+import { createHotMarketsLease } from './hot-market-lease.js';
+import { createHotMarketRegistry } from './hot-market-registry.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -27,18 +22,21 @@ declare module 'fastify' {
 
 export type HotMarketsPluginOptions = Partial<Omit<HotMarketsOptions, 'ws'>> & { ws?: HotMarketsOptions['ws'] };
 
-const MARKET_ROOM = 'market:';
-
 /**
- * Hot markets (docs/decisions.md §11.2; src/domains/events/hot-markets.ts).
- * Registered before the realtime plugin; once the app is ready it watches the
- * Socket.IO adapter's rooms of this instance (`create-room` / `delete-room`
- * for `market:<id>`). The registry always runs (the price refresh reads it);
- * the venue feed runs on the lease holder while `POLYMARKET_MARKET_WS_URL`
- * is set, whatever `JOBS` says.
+ * Hot markets (docs/decisions.md §11.2): Polymarket markets with a live
+ * `market:<id>` subscriber on any instance follow the venue's market
+ * WebSocket, so a venue change reaches subscribers as `market:update` within
+ * 2 s. Three parts, each a plain object with explicit deps: the registry
+ * (hot-market-registry.ts), the lease (hot-market-lease.ts) and the feed
+ * (hot-market-feed.ts). Registered before the realtime plugin, which tells
+ * the registry about this instance's `market:<id>` rooms through the
+ * `marketRoom` signal. The registry always runs (the price refresh reads
+ * it); the venue feed runs on the lease holder while
+ * `POLYMARKET_MARKET_WS_URL` is set, whatever `JOBS` says, and hands what it
+ * stored to `onPriceChanges` (src/jobs/price-changes.ts, from src/app.ts).
  */
-export const hotMarketsPlugin = fp<HotMarketsPluginOptions>(
-  async (app, opts) => {
+export const hotMarketsPlugin = fp<HotMarketsPluginOptions & { onPriceChanges: (changes: PriceChange[]) => Promise<void> }>(
+  async (app, { onPriceChanges, ...opts }) => {
     const o: HotMarketsOptions = { ...HOT_MARKETS_DEFAULTS, ...opts, ws: { ...HOT_MARKETS_DEFAULTS.ws, ...opts.ws } };
     const log = app.log.child({ component: 'hot-markets' });
     const base = { redis: app.redisClient, prefix: app.keyPrefix, instanceId: app.instanceId, log };
@@ -53,16 +51,11 @@ export const hotMarketsPlugin = fp<HotMarketsPluginOptions>(
       stats: () => feed?.stats() ?? { markets: 0, tokens: 0, connections: 0, open: 0 },
     });
 
+    const onMarketRoom = (marketId: string, open: boolean) => (open ? registry.add(marketId) : registry.remove(marketId));
+    app.signals.on('marketRoom', onMarketRoom);
+
     app.addHook('onReady', async () => {
-      const adapter = app.io.of('/').adapter;
-      adapter.on('create-room', (room: string) => {
-        if (room.startsWith(MARKET_ROOM)) registry.add(room.slice(MARKET_ROOM.length));
-      });
-      adapter.on('delete-room', (room: string) => {
-        if (room.startsWith(MARKET_ROOM)) registry.remove(room.slice(MARKET_ROOM.length));
-      });
       if (!url) return;
-      const alertDeps = { db: app.db, config: app.config, log, clock: app.clock, publish: app.publish, delivery: app.delivery };
       feed = createHotFeed({
         dbh: app.dbh,
         log,
@@ -71,16 +64,14 @@ export const hotMarketsPlugin = fp<HotMarketsPluginOptions>(
         url,
         registry,
         options: o,
-        async onChanges(changes) {
-          app.signals.emit('dataChanged', 'events');
-          // The REST cycle will not see these as changes any more: the alert check runs here.
-          await checkPriceAlerts(alertDeps, changes);
-        },
+        // The REST cycle will not see these as changes any more: the handler checks alerts here.
+        onChanges: onPriceChanges,
       });
       lease = createHotMarketsLease({ ...base, options: o, onChange: (holder) => feed?.setActive(holder) });
     });
 
     app.addHook('preClose', async () => {
+      app.signals.off('marketRoom', onMarketRoom);
       await lease?.close();
       await feed?.close();
     });

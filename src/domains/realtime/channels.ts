@@ -31,6 +31,11 @@ export function marketChannel(marketId: string): `market:${string}` {
   return `market:${marketId}`;
 }
 
+/** The market id of a `market:<id>` room, or undefined for any other room. */
+export function marketOfRoom(room: string): string | undefined {
+  return room.startsWith('market:') ? room.slice('market:'.length) : undefined;
+}
+
 /** `monitor:<name>` → event `monitor:update`. */
 export function monitorChannel<N extends MonitorName>(name: N): `monitor:${N}` {
   return `monitor:${name}`;

@@ -9,6 +9,7 @@ import {
   AUTH_EXPIRED,
   AUTH_REVOKED,
   isPrivateRoom,
+  marketOfRoom,
   NOTIFICATIONS_CHANNEL,
   userOfNotificationsChannel,
   type Published,
@@ -228,6 +229,17 @@ export const realtimePlugin = fp<RealtimePluginOptions>(
     } else {
       registry = createMemoryRegistry(limits);
     }
+
+    // docs/decisions.md §11.2: this instance's market rooms, for the hot-market registry (after io.adapter(), which replaces the adapter).
+    const rooms = io.of('/').adapter;
+    rooms.on('create-room', (room: string) => {
+      const marketId = marketOfRoom(room);
+      if (marketId !== undefined) app.signals.emit('marketRoom', marketId, true);
+    });
+    rooms.on('delete-room', (room: string) => {
+      const marketId = marketOfRoom(room);
+      if (marketId !== undefined) app.signals.emit('marketRoom', marketId, false);
+    });
 
     // Per-socket message rate: a socket lives on one instance, so an in-process window is exact.
     const window = new MemorySlidingWindow();

@@ -1,35 +1,24 @@
 import { sql } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Redis } from 'ioredis';
 import type { DbHandle } from '../../db/index.js';
 import { createMarketWsClient, type MarketWsClient, type MarketWsOptions } from '../../venues/polymarket/market-ws.js';
 import type { PublishFn } from '../realtime/channels.js';
 import { publishPriceChanges, type PriceChange } from './changes.js';
+import type { HotMarketRegistry, RegistryOptions } from './hot-market-registry.js';
+import type { LeaseOptions } from './hot-market-lease.js';
 
 /**
- * Hot markets (docs/decisions.md §11.2): Polymarket markets with a live
- * `market:<id>` subscriber on any instance follow the venue's market
- * WebSocket, so a venue change reaches subscribers as `market:update` within
- * 2 s. Three parts, each a plain object with explicit deps:
- * - the registry: which markets have subscribers on ANY instance (each
- *   instance keeps its own set in Redis under a heartbeat and a TTL, so a
- *   crashed instance's markets age out; in-process without Redis);
- * - the lease: one instance holds the venue connections (a Redis key with
- *   renewal; the only instance without Redis);
- * - the feed, on the lease holder: follows the registry, lingers on markets
- *   whose last subscriber left (so a page reload does not churn the venue
- *   subscription), stores each price change and publishes it.
- * The 60 s REST cycle stays the safety net: nothing here is a job, and a
- * failing socket only means the markets wait for that cycle.
+ * The hot-market feed (docs/decisions.md §11.2), on the lease holder
+ * (hot-market-lease.ts): follows the registry (hot-market-registry.ts),
+ * lingers on markets whose last subscriber left (so a page reload does not
+ * churn the venue subscription), publishes each price change from the
+ * venue's market WebSocket, stores it, and hands the stored ones to the
+ * price-change handler. The 60 s REST cycle stays the safety net: nothing
+ * here is a job, and a failing socket only means the markets wait for that
+ * cycle.
  */
 
-export interface HotMarketsOptions {
-  /** Registry: how often an instance re-announces its markets, and how long an announcement lives. */
-  heartbeatMs: number;
-  entryTtlMs: number;
-  /** Lease: how long a holder's claim lives, and how often it is renewed (others try as often). */
-  leaseTtlMs: number;
-  leaseRenewMs: number;
+export interface HotMarketsOptions extends RegistryOptions, LeaseOptions {
   /** How often the holder reads the registry and adjusts its venue subscriptions. */
   reconcileMs: number;
   /** How long a market stays subscribed at the venue after its last subscriber left. */
@@ -59,158 +48,6 @@ export const HOT_MARKETS_DEFAULTS: HotMarketsOptions = {
   flushMs: 200,
   ws: {},
 };
-
-// ---------------------------------------------------------------- registry
-
-export interface HotMarketRegistry {
-  /** A `market:<id>` room appeared on this instance. */
-  add(marketId: string): void;
-  /** It emptied. */
-  remove(marketId: string): void;
-  /** Markets with a live subscriber on any instance (this one's when Redis is down). */
-  subscribedMarketIds(): Promise<string[]>;
-  close(): Promise<void>;
-}
-
-export interface RegistryDeps {
-  redis: Redis | undefined;
-  /** Key prefix (the app's keyPrefix). */
-  prefix: string;
-  instanceId: string;
-  log: FastifyBaseLogger;
-  options: Pick<HotMarketsOptions, 'heartbeatMs' | 'entryTtlMs'>;
-}
-
-export function createHotMarketRegistry(deps: RegistryDeps): HotMarketRegistry {
-  const local = new Set<string>();
-  const { redis } = deps;
-  if (!redis) {
-    return {
-      add: (id) => void local.add(id),
-      remove: (id) => void local.delete(id),
-      subscribedMarketIds: () => Promise.resolve([...local]),
-      close: () => Promise.resolve(),
-    };
-  }
-  const instances = `${deps.prefix}hot:instances`;
-  const mine = `${deps.prefix}hot:markets:${deps.instanceId}`;
-  let warned = false;
-  const onError = (err: unknown) => {
-    if (!warned) deps.log.warn({ err }, 'hot markets: Redis unavailable, this instance counts only its own subscribers');
-    warned = true;
-  };
-  const announce = () => {
-    const ids = [...local];
-    const m = redis.multi().del(mine);
-    if (ids.length > 0) m.sadd(mine, ...ids).pexpire(mine, deps.options.entryTtlMs);
-    m.zadd(instances, Date.now() + deps.options.entryTtlMs, deps.instanceId);
-    m.exec().then(() => (warned = false), onError);
-  };
-  const timer = setInterval(announce, deps.options.heartbeatMs);
-  timer.unref();
-  return {
-    add(id) {
-      if (local.has(id)) return;
-      local.add(id);
-      redis
-        .multi()
-        .sadd(mine, id)
-        .pexpire(mine, deps.options.entryTtlMs)
-        .zadd(instances, Date.now() + deps.options.entryTtlMs, deps.instanceId)
-        .exec()
-        .catch(onError);
-    },
-    remove(id) {
-      if (!local.delete(id)) return;
-      redis.srem(mine, id).catch(onError);
-    },
-    async subscribedMarketIds() {
-      try {
-        const now = Date.now();
-        const live = await redis.multi().zremrangebyscore(instances, '-inf', now).zrangebyscore(instances, now, '+inf').exec();
-        const ids = (live?.[1]?.[1] as string[] | undefined) ?? [];
-        const keys = ids.map((i) => `${deps.prefix}hot:markets:${i}`);
-        const all = keys.length > 0 ? await redis.sunion(...keys) : [];
-        return [...new Set([...all, ...local])];
-      } catch (err) {
-        onError(err);
-        return [...local];
-      }
-    },
-    async close() {
-      clearInterval(timer);
-      local.clear();
-      await redis.multi().del(mine).zrem(instances, deps.instanceId).exec().catch(onError);
-    },
-  };
-}
-
-// ---------------------------------------------------------------- lease
-
-export interface HotMarketsLease {
-  isHolder(): boolean;
-  /** Releases the lease if held (another instance takes over at its next try). */
-  close(): Promise<void>;
-}
-
-// Take the lease when free, renew it when ours (the value is the holder's instance id): one
-// script for both, so a slow answer can never make the holder think someone else has it.
-const CLAIM = `local v = redis.call('get', KEYS[1])
-if v == ARGV[1] then redis.call('pexpire', KEYS[1], ARGV[2]) return 1 end
-if not v then redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end
-return 0`;
-const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
-
-export function createHotMarketsLease(
-  deps: Omit<RegistryDeps, 'options'> & {
-    options: Pick<HotMarketsOptions, 'leaseTtlMs' | 'leaseRenewMs'>;
-    onChange(holder: boolean): void;
-  },
-): HotMarketsLease {
-  const { redis } = deps;
-  if (!redis) {
-    // Without Redis the instance is alone (docs/operations.md "Several instances"): it holds the venue sockets.
-    queueMicrotask(() => deps.onChange(true));
-    return { isHolder: () => true, close: () => Promise.resolve() };
-  }
-  const key = `${deps.prefix}hot:lease`;
-  let holder = false;
-  let closed = false;
-  const set = (next: boolean) => {
-    if (next === holder) return;
-    holder = next;
-    deps.log.info({ holder }, holder ? 'hot markets: this instance holds the venue sockets' : 'hot markets: lease lost');
-    deps.onChange(holder);
-  };
-  let ticking = false;
-  const tick = async () => {
-    if (ticking) return;
-    ticking = true;
-    try {
-      const claimed = await redis.eval(CLAIM, 1, key, deps.instanceId, String(deps.options.leaseTtlMs));
-      if (!closed) set(Number(claimed) === 1);
-    } catch (err) {
-      // Unsure whether we still hold it: step down, so two holders never overlap for long.
-      if (!closed) set(false);
-      deps.log.warn({ err }, 'hot markets: lease check failed');
-    } finally {
-      ticking = false;
-    }
-  };
-  void tick();
-  const timer = setInterval(() => void tick(), deps.options.leaseRenewMs);
-  timer.unref();
-  return {
-    isHolder: () => holder,
-    async close() {
-      closed = true;
-      clearInterval(timer);
-      const was = holder;
-      holder = false;
-      if (was) await redis.eval(RELEASE, 1, key, deps.instanceId).catch(() => undefined);
-    },
-  };
-}
 
 // ---------------------------------------------------------------- price writes
 
@@ -268,7 +105,7 @@ export interface HotFeedDeps {
   url: string;
   registry: Pick<HotMarketRegistry, 'subscribedMarketIds'>;
   options: HotMarketsOptions;
-  /** After changes are stored and published: the read caches and the price-alert check. */
+  /** After changes are stored (they are published already): the price-change handler (src/jobs/price-changes.ts, passed in by src/app.ts). */
   onChanges(changes: PriceChange[]): Promise<void>;
 }
 

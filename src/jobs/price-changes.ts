@@ -1,0 +1,26 @@
+import { checkPriceAlerts, type AlertCheckDeps } from '../domains/alerts/service.js';
+import { publishPriceChanges, type PriceChange } from '../domains/events/changes.js';
+import type { DataTopic } from '../plugins/infra.js';
+
+export interface PriceChangeDeps extends AlertCheckDeps {
+  /** Tells this instance's read caches that stored data changed (app.signals `dataChanged`). */
+  dataChanged(topic: DataTopic): void;
+}
+
+/**
+ * The one place where "a price changed" leads somewhere (docs/decisions.md
+ * §5, §6, §11.2), for every source of price changes: price-sync and
+ * events-sync with each written chunk, and the hot-market feed (handed in
+ * by src/app.ts) with each stored batch. The events read caches drop,
+ * `market:update` goes out on each market's channel, and price alerts are
+ * checked. A check driven by price changes belongs here, after these.
+ *
+ * `published`: the changes were already sent to live clients (the hot
+ * feed publishes before it stores, so the 2 s of §11.2 never wait on the
+ * database).
+ */
+export async function handlePriceChanges(deps: PriceChangeDeps, changes: PriceChange[], opts: { published?: boolean } = {}): Promise<void> {
+  deps.dataChanged('events');
+  if (!opts.published) publishPriceChanges(deps, changes);
+  await checkPriceAlerts(deps, changes);
+}
