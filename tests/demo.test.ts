@@ -6,7 +6,9 @@ import { fetchWhenReady, startNpmScript, waitForExit, waitForOutput } from './he
 
 /**
  * `npm run demo` as a user runs it (issue #20): offline on loopback fakes, it
- * prints the URLs and a demo user's token, serves events and a leaderboard
+ * prints the URLs and a demo user's token as soon as the API listens, before
+ * the first leaderboard sync is in (issue 35: a banner in seconds, the data
+ * filling in live), then serves events and a leaderboard
  * with profiles and history, and sends that user a notification on
  * `user:notifications` every few seconds through the real notify path.
  */
@@ -42,8 +44,18 @@ describe('npm run demo', () => {
       SHUTDOWN_TIMEOUT_MS: '60000',
     });
 
-    const token = (await waitForOutput(demo, /access token\s+(\S+)/, 240_000))[1];
+    const spawned = Date.now();
+    await waitForOutput(demo, /filling in/, 240_000);
     const out = demo.output();
+    const token = /access token\s+(\S+)/.exec(out)![1];
+    // The banner comes first and the data after it: no waiting for the first syncs.
+    const bannerAfter = Date.now() - spawned;
+    expect(out).not.toMatch(/Demo data filled in/);
+    expect(out).not.toMatch(/"job":"leaderboard-sync"[^\n]*job finished/);
+    const base0 = `http://127.0.0.1:${port}`;
+    expect((await fetchWhenReady(`${base0}/api/v1/events`)).status).toBe(200); // the API already serves
+    const filledLine = (await waitForOutput(demo, /Demo data filled in after ([\d.]+) s/, 240_000))[0];
+    process.stdout.write(`demo: banner after ${(bannerAfter / 1000).toFixed(1)} s (spawn included); ${filledLine}\n`);
     const url = (label: string) => new RegExp(`^\\s+${label}\\s+(http\\S+)`, 'm').exec(out)?.[1];
     const base = `http://127.0.0.1:${port}`;
     expect(url('API')).toBe(`${base}/api/v1/events`);

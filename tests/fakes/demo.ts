@@ -23,7 +23,9 @@ import { driftPrices } from './venues/prices.js';
  * - events from the bundled sample data, prices drifting every 20 s so
  *   price-sync has something to publish (where it reads them: the CLOB
  *   fake's books, Kalshi quotes; the market WebSocket fake pushes them too);
- * - a leaderboard of 200 generated traders on every board, with a month of
+ * - a leaderboard of 40 generated traders on every board (one page per
+ *   ordering, so the first sync at the real Data API budget takes seconds, not
+ *   minutes; DEMO_TRADERS sets another count), with a month of
  *   OVERALL history (board syncs replayed at past instants through the real
  *   sync code)
  *   and enriched profiles (the fake Data API serves deterministic positions,
@@ -32,13 +34,17 @@ import { driftPrices } from './venues/prices.js';
  * - a demo user with a 24-hour access token, and a notification for it every
  *   DEMO_NOTIFY_INTERVAL_MS (default 5 s) through the real internal notify
  *   path, so `user:notifications` shows traffic.
- * It prints the URLs to open and the tokens. Uses an in-memory PGlite unless
- * DATABASE_URL is set; INTERNAL_API_TOKEN is generated unless set.
+ * It prints the URLs to open and the tokens as soon as the API listens (issue
+ * 35: a banner within seconds); the venue data fills in live as the first
+ * catalogue, price and leaderboard runs finish, and a line says when they have.
+ * Uses an in-memory PGlite unless DATABASE_URL is set; INTERNAL_API_TOKEN is
+ * generated unless set.
  */
 const DEMO_WALLET = '0xde30000000000000000000000000000000000001';
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
+const started = Date.now();
 const sample = loadSampleData();
 const venues = await startFakeVenues(sample);
 const dataApi = await startFakeDataApi();
@@ -46,8 +52,11 @@ const expo = await startFakeExpo();
 // Hot markets (docs/market-data.md "Hot markets"): the market WebSocket fake pushes the same drift to subscribed tokens.
 const marketWs = await startFakeMarketWs();
 
-// 200 generated traders per board: addresses and figures from a fixed hash, ranked by the ordering.
-const traders = Array.from({ length: 200 }, (_, i) => {
+// Generated traders per board: addresses and figures from a fixed hash, ranked by the ordering.
+// Fewer than a venue page (50) by default, so each board is one request per ordering.
+const askedTraders = Number(process.env.DEMO_TRADERS ?? 40);
+const traderCount = Number.isInteger(askedTraders) && askedTraders >= 1 && askedTraders <= 1_000 ? askedTraders : 40;
+const traders = Array.from({ length: traderCount }, (_, i) => {
   const h = createHash('sha256').update(`demo-trader-${i}`).digest();
   return {
     proxyWallet: `0x${h.subarray(0, 20).toString('hex')}`,
@@ -194,13 +203,6 @@ const every = Number.isFinite(asked) && asked >= 100 ? asked : 5_000;
 notifiers.push(setInterval(() => void notify(), every));
 void notify();
 
-// "Ready" once the first catalogue and leaderboard syncs (started by listen) have finished.
-for (let i = 0; i < 480; i++) {
-  const jobs = await app.jobs.statuses();
-  if (['events-sync', 'leaderboard-sync'].every((name) => jobs.find((j) => j.name === name)?.finishedAt)) break;
-  await new Promise((r) => setTimeout(r, 250));
-}
-
 const sampleTrader = [...traders].sort((a, b) => b.pnl - a.pnl)[0].proxyWallet;
 process.stdout.write(
   [
@@ -215,6 +217,23 @@ process.stdout.write(
     `  demo user    ${demoUser.id} (evm ${demoUser.wallet_address}); a notification every ${every / 1000} s`,
     `  access token ${accessToken}`,
     `  internal     ${config.INTERNAL_API_TOKEN}  (Authorization: Bearer … on /api/v1/internal/*)`,
+    `  filling in   events, prices and the leaderboard arrive as the first job runs finish (${traderCount} traders; a line follows)`,
     '',
   ].join('\n') + '\n',
 );
+
+// The data fills in live: say when the first catalogue and leaderboard syncs (started by listen) are in.
+const FIRST_RUNS = ['events-sync', 'price-sync', 'leaderboard-sync', 'leaderboard-enrich'];
+const filled = setInterval(() => {
+  void app.jobs.statuses().then(
+    (jobs) => {
+      if (!FIRST_RUNS.every((name) => jobs.find((j) => j.name === name)?.finishedAt)) return;
+      clearInterval(filled);
+      process.stdout.write(
+        `Demo data filled in after ${((Date.now() - started) / 1000).toFixed(1)} s: events, prices, leaderboard and profiles.\n`,
+      );
+    },
+    () => {},
+  );
+}, 500);
+notifiers.push(filled);
