@@ -45,6 +45,8 @@ export interface CatalogueMarket {
   status: MarketStatus;
   /** Polymarket: the CLOB token id of the priced outcome (batch prices, history, WebSocket). */
   tokenId: string | null;
+  /** Polymarket: the condition id, lower-case (Data API trades name markets by it); null on Kalshi. */
+  conditionId: string | null;
 }
 
 export interface CatalogueGroup {

@@ -175,6 +175,7 @@ export function mapKalshiCatalogueMarket(m: KalshiCatalogueMarket, marketsInGrou
     volume24h: usd(m.volume_24h_fp, notional),
     status,
     tokenId: null,
+    conditionId: null,
   };
 }
 
