@@ -8,7 +8,6 @@ export function leaderboardDeps(deps: JobDeps) {
     publish: deps.publish,
     clock: deps.clock,
     api: deps.venues.data,
-    signal: deps.signal,
   };
 }
 

@@ -3,7 +3,6 @@ import cron, { type ScheduledTask } from 'node-cron';
 import { eq, and, lt, sql } from 'drizzle-orm';
 import { jobRuns } from '../../drizzle/index.js';
 import { jobLockKey, jobStatuses } from './runs.js';
-import { withSignal } from '../venues/clients.js';
 import type { JobDefinition, JobDeps, JobOutcome, JobStatus } from './types.js';
 
 declare module 'fastify' {
@@ -42,9 +41,6 @@ export const jobsPlugin = fp<JobsOptions>(
     const running = new Set<Promise<unknown>>();
     const tasks = new Map<string, ScheduledTask>();
     let closing = false;
-    // docs/decisions.md §9: SIGTERM aborts running jobs (their venue calls are cancelled).
-    const shutdown = new AbortController();
-    const venues = withSignal(app.venues, shutdown.signal);
 
     // Without a cross-instance source, the market rooms this instance's sockets joined.
     const localSubscriptions = async (): Promise<string[]> => {
@@ -64,8 +60,7 @@ export const jobsPlugin = fp<JobsOptions>(
       redis: app.redisClient,
       dataChanged: (topic) => app.signals.emit('dataChanged', topic),
       delivery: app.delivery,
-      venues,
-      signal: shutdown.signal,
+      venues: app.venues,
       subscribedMarketIds: opts.subscribedMarketIds ?? localSubscriptions,
       trigger,
     });
@@ -86,8 +81,7 @@ export const jobsPlugin = fp<JobsOptions>(
             outcome = { name: def.name, ok: true, startedAt: started.toISOString(), finishedAt: app.clock().toISOString(), items };
             log.info({ items, ms: Date.now() - started.getTime() }, 'job finished');
           } catch (err) {
-            const aborted = shutdown.signal.aborted;
-            const message = aborted ? 'aborted: the service is shutting down' : err instanceof Error ? err.message : String(err);
+            const message = err instanceof Error ? err.message : String(err);
             outcome = {
               name: def.name,
               ok: false,
@@ -96,8 +90,7 @@ export const jobsPlugin = fp<JobsOptions>(
               items: 0,
               error: message.slice(0, 500),
             };
-            if (aborted) log.warn('job aborted by shutdown');
-            else log.error({ err }, 'job failed');
+            log.error({ err }, 'job failed');
           }
           opts.onJobFinished?.(outcome);
           await app.db
@@ -163,7 +156,6 @@ export const jobsPlugin = fp<JobsOptions>(
     app.addHook('preClose', async () => {
       closing = true;
       for (const t of tasks.values()) await t.destroy();
-      shutdown.abort(new Error('aborted: the service is shutting down'));
     });
     app.addHook('onClose', async () => {
       await Promise.allSettled([...running]);

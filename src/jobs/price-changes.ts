@@ -1,5 +1,6 @@
 import { checkPriceAlerts, type AlertCheckDeps } from '../domains/alerts/service.js';
 import { publishPriceChanges, type PriceChange } from '../domains/events/changes.js';
+import { notifyMarketMoves } from '../domains/watchlist/lifecycle.js';
 import type { DataTopic } from '../plugins/infra.js';
 
 export interface PriceChangeDeps extends AlertCheckDeps {
@@ -12,8 +13,8 @@ export interface PriceChangeDeps extends AlertCheckDeps {
  * §5, §6, §11.2), for every source of price changes: price-sync and
  * events-sync with each written chunk, and the hot-market feed (handed in
  * by src/app.ts) with each stored batch. The events read caches drop,
- * `market:update` goes out on each market's channel, and price alerts are
- * checked. A check driven by price changes belongs here, after these.
+ * `market:update` goes out on each market's channel, price alerts are
+ * checked, and so are the watchlist's moves (`market_moved`, §17.2). A check driven by price changes belongs here, after these.
  *
  * `published`: the changes were already sent to live clients (the hot
  * feed publishes before it stores, so the 2 s of §11.2 never wait on the
@@ -23,4 +24,5 @@ export async function handlePriceChanges(deps: PriceChangeDeps, changes: PriceCh
   deps.dataChanged('events');
   if (!opts.published) publishPriceChanges(deps, changes);
   await checkPriceAlerts(deps, changes);
+  await notifyMarketMoves(deps, changes);
 }

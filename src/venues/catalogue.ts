@@ -45,8 +45,10 @@ export interface CatalogueMarket {
   status: MarketStatus;
   /** Polymarket: the CLOB token id of the priced outcome (batch prices, history, WebSocket). */
   tokenId: string | null;
-  /** Polymarket: the condition id, lower-case (Data API trades name markets by it); null on Kalshi. */
-  conditionId: string | null;
+  /** Resolved only: the result for the side `yesPrice` prices (docs/decisions.md §17.2 `data.result`); else null. */
+  result: 'yes' | 'no' | null;
+  /** Resolved only: the winning outcome's label ("Yes"/"No", or e.g. "Down"); null when the venue names none. */
+  resolvedOutcome: string | null;
 }
 
 export interface CatalogueGroup {

@@ -86,7 +86,15 @@ async function readKalshi(deps: MarketDataDeps, markets: TrackedMarket[]): Promi
     markets.map((m) => m.venue_market_id),
   );
   if (skipped > 0) deps.log.warn({ skipped }, 'malformed Kalshi markets skipped');
-  return [...quotes.values()].map((q) => ({ id: q.marketId, p: q.yesPrice, v: q.volume, v24: q.volume24h, st: q.status }));
+  return [...quotes.values()].map((q) => ({
+    id: q.marketId,
+    p: q.yesPrice,
+    v: q.volume,
+    v24: q.volume24h,
+    st: q.status,
+    res: q.result,
+    rl: q.resolvedOutcome,
+  }));
 }
 
 export interface PriceCycleOutcome {

@@ -66,6 +66,9 @@ export interface PriceReading {
   v?: number | null;
   v24?: number | null;
   st?: string | null;
+  /** A resolved market's result and winning outcome label (docs/decisions.md §17.2); kept as stored when null. */
+  res?: 'yes' | 'no' | null;
+  rl?: string | null;
 }
 
 export interface ApplyOptions {
@@ -99,17 +102,27 @@ export async function applyReadings(
   const nowIso = now.toISOString();
   const minute = new Date(Math.floor(now.getTime() / 60_000) * 60_000).toISOString();
   const recent = new Date(now.getTime() - 180_000).toISOString();
-  const payload = readings.map((r) => ({ id: r.id, p: r.p, keep: r.keep ?? false, v: r.v ?? null, v24: r.v24 ?? null, st: r.st ?? null }));
+  const payload = readings.map((r) => ({
+    id: r.id,
+    p: r.p,
+    keep: r.keep ?? false,
+    v: r.v ?? null,
+    v24: r.v24 ?? null,
+    st: r.st ?? null,
+    res: r.res ?? null,
+    rl: r.rl ?? null,
+  }));
   const rows = await deps.dbh.rows<{ id: string; p: number; v: number; gid: string; first: boolean; moved: boolean; totals: boolean }>(
     sql`with incoming as (
-          select distinct on (id) id, p, keep, v, v24, st
-          from json_to_recordset(${json(payload)}) as x(id text, p float8, keep boolean, v float8, v24 float8, st text)
+          select distinct on (id) id, p, keep, v, v24, st, res, rl
+          from json_to_recordset(${json(payload)}) as x(id text, p float8, keep boolean, v float8, v24 float8, st text, res text, rl text)
         ),
         cur as (
           select i.id, m.event_group_id as gid, m.yes_price as old_p, m.price_updated_at as old_pu, m.volume as old_v, m.volume_24h as old_v24, m.status as old_st,
                  (m.price_updated_at is null and m.yes_price is null) as first,
                  (i.keep or (${opts.yieldToTracked ?? false} and coalesce(i.st, m.status) = 'active' and m.tracked_at > ${recent}::timestamptz)) as held,
-                 i.p, coalesce(i.v, m.volume) as v, coalesce(i.v24, m.volume_24h) as v24, coalesce(i.st, m.status) as st
+                 i.p, coalesce(i.v, m.volume) as v, coalesce(i.v24, m.volume_24h) as v24, coalesce(i.st, m.status) as st,
+                 i.res, i.rl
           from incoming i join markets m on m.id = i.id
         ),
         next as (
@@ -119,6 +132,11 @@ export async function applyReadings(
           update markets m set yes_price = n.np, volume = n.v, volume_24h = n.v24, status = n.st,
             price_updated_at = case when n.held and not ${opts.tracked ?? false} then m.price_updated_at else ${nowIso}::timestamptz end,
             tracked_at = case when ${opts.tracked ?? false} then ${nowIso}::timestamptz else m.tracked_at end,
+            -- docs/decisions.md §17.2: when we first saw it resolved, and how (a market no longer resolved loses both).
+            resolved_at = case when n.st <> 'resolved' then null when n.old_st = 'resolved' then m.resolved_at else ${nowIso}::timestamptz end,
+            result = case when n.st <> 'resolved' then null
+                          else coalesce(n.res, m.result, case when n.np >= 0.5 then 'yes' when n.np is not null then 'no' end) end,
+            resolved_outcome = case when n.st <> 'resolved' then null else coalesce(n.rl, m.resolved_outcome) end,
             updated_at = case when n.np is distinct from n.old_p or n.v <> n.old_v or n.st <> n.old_st then ${nowIso}::timestamptz else m.updated_at end
           from next n where m.id = n.id
           returning m.id

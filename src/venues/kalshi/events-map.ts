@@ -159,6 +159,23 @@ const usd = (contracts: string | null | undefined, notional: number) => {
   return Number.isFinite(c) && c > 0 ? Math.round(c * notional * 100) / 100 : 0;
 };
 
+/**
+ * A resolved Kalshi market's result (docs/decisions.md §17.2): `result` yes or
+ * no; a scalar settlement counts as yes at a settlement value of at least 0.5.
+ */
+export function kalshiResolution(
+  m: Pick<KalshiCatalogueMarket, 'result' | 'settlement_value_dollars'>,
+  status: MarketStatus,
+): { result: 'yes' | 'no' | null; resolvedOutcome: string | null } {
+  if (status !== 'resolved') return { result: null, resolvedOutcome: null };
+  let result: 'yes' | 'no' | null = m.result === 'yes' || m.result === 'no' ? m.result : null;
+  if (result === null) {
+    const v = num(m.settlement_value_dollars);
+    if (v !== undefined && v >= 0 && v <= 1) result = v >= 0.5 ? 'yes' : 'no';
+  }
+  return { result, resolvedOutcome: result === null ? null : result === 'yes' ? 'Yes' : 'No' };
+}
+
 /** One strictly parsed Kalshi market → ours; `marketsInGroup` decides its title. */
 export function mapKalshiCatalogueMarket(m: KalshiCatalogueMarket, marketsInGroup: number, eventTitle: string): CatalogueMarket {
   const status = kalshiMarketStatus(m.status);
@@ -175,7 +192,7 @@ export function mapKalshiCatalogueMarket(m: KalshiCatalogueMarket, marketsInGrou
     volume24h: usd(m.volume_24h_fp, notional),
     status,
     tokenId: null,
-    conditionId: null,
+    ...kalshiResolution(m, status),
   };
 }
 

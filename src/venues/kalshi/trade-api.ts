@@ -144,6 +144,9 @@ export interface KalshiQuote {
   volume: number;
   volume24h: number;
   status: MarketStatus;
+  /** Resolved only (docs/decisions.md §17.2). */
+  result: 'yes' | 'no' | null;
+  resolvedOutcome: string | null;
 }
 
 /**
@@ -178,6 +181,8 @@ export async function getKalshiMarketsByTickers(
         volume: mapped.volume,
         volume24h: mapped.volume24h,
         status: mapped.status,
+        result: mapped.result,
+        resolvedOutcome: mapped.resolvedOutcome,
       });
     }
   }

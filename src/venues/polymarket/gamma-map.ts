@@ -71,12 +71,6 @@ export const GammaCatalogueMarketSchema = z.object({
   outcomes: jsonStringArray.refine((a) => a.length >= 2 && a.every((o) => o.trim().length > 0), 'at least two named outcomes'),
   outcomePrices: jsonProbabilities.nullish(),
   clobTokenIds: jsonStringArray.nullish(),
-  // Names the market in Data API trades (docs/venues.md "What we call", big trades); anything but a hex id says nothing.
-  conditionId: z
-    .string()
-    .regex(/^0x[0-9a-fA-F]{1,64}$/)
-    .nullish()
-    .catch(null),
   positionIds: z.array(z.string()).nullish(),
   version: z.string().nullish(),
   bestBid: probability.nullish(),
@@ -120,6 +114,27 @@ export function gammaMarketStatus(m: Pick<GammaCatalogueMarket, 'closed' | 'umaR
   const prices = m.outcomePrices ?? [];
   const settled = prices.length > 0 && prices.every((p) => p === 0 || p === 1) && prices.filter((p) => p === 1).length === 1;
   return m.umaResolutionStatus === 'resolved' || settled ? 'resolved' : 'closed';
+}
+
+/**
+ * A resolved market's result (docs/decisions.md §17.2): the outcome whose
+ * settlement price in `outcomePrices` is 1 won; `result` is `yes` when that
+ * is the priced outcome. Without a single winner (a 50-50 settlement) the
+ * side priced at least 0.5 counts as the result and no outcome is named.
+ */
+export function gammaResolution(
+  m: Pick<GammaCatalogueMarket, 'outcomes' | 'outcomePrices'>,
+  status: MarketStatus,
+  pricedIndex: number,
+): { result: 'yes' | 'no' | null; resolvedOutcome: string | null } {
+  if (status !== 'resolved') return { result: null, resolvedOutcome: null };
+  const prices = m.outcomePrices ?? [];
+  const winners = prices.flatMap((p, i) => (p === 1 ? [i] : []));
+  if (winners.length === 1) {
+    return { result: winners[0] === pricedIndex ? 'yes' : 'no', resolvedOutcome: m.outcomes[winners[0]]?.trim().slice(0, 200) ?? null };
+  }
+  const p = prices[pricedIndex];
+  return { result: p === undefined ? null : p >= 0.5 ? 'yes' : 'no', resolvedOutcome: null };
 }
 
 /**
@@ -270,7 +285,7 @@ export function mapGammaCatalogueEvent(raw: unknown): MapResult<CatalogueGroup> 
       volume24h: m.volume24hr ?? 0,
       status,
       tokenId: tokens[priced.index] ?? null,
-      conditionId: m.conditionId?.toLowerCase() ?? null,
+      ...gammaResolution(m, status, priced.index),
     };
   });
   let status: GroupStatus = 'active';
