@@ -21,6 +21,7 @@ import { docsPlugin } from './plugins/docs.js';
 import { healthRoutes } from './domains/health/plugin.js';
 import { authRoutes } from './domains/auth/plugin.js';
 import { internalAuthRoutes } from './domains/auth/internal-routes.js';
+import { devTokenRoutes } from './domains/auth/dev-token.js';
 import { eventsRoutes } from './domains/events/plugin.js';
 import { messengerRoutes } from './domains/messenger/plugin.js';
 import {
@@ -243,6 +244,8 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   // Domains, each under its /api/v1 prefix
   await app.register(healthRoutes);
   await app.register(authRoutes, { prefix: '/api/v1/auth' });
+  // `npm run token` beside a running service on the embedded database (docs/development.md); never in production.
+  if (!config.isProduction) await app.register(devTokenRoutes);
   await app.register(eventsRoutes, { prefix: '/api/v1/events' });
   await app.register(notificationRoutes, { prefix: '/api/v1/notifications' });
   await app.register(alertRoutes, { prefix: '/api/v1/alerts' });

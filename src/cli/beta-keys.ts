@@ -17,8 +17,16 @@ export const USAGE = 'usage: npm run beta-keys -- create [--count N (1-10000, de
 
 export { UsageError };
 
-export function parseBetaKeysArgs(argv: string[]): { count: number; uses: number } {
-  const parsed = parseCli(argv, { count: { type: 'string' }, uses: { type: 'string' } });
+const HELP = [
+  '',
+  'Mints N beta keys, each redeemable M times, and prints each key once, one per line (only their SHA-256 is stored).',
+  'Uses the same .env and DATABASE_URL as the service and runs its migrations first. While the service holds the',
+  'embedded database, mint keys through POST /api/v1/internal/beta-keys instead (INTERNAL_API_TOKEN).',
+].join('\n');
+
+export function parseBetaKeysArgs(argv: string[]): { count: number; uses: number; help?: boolean } {
+  const parsed = parseCli(argv, { count: { type: 'string' }, uses: { type: 'string' }, help: { type: 'boolean', short: 'h' } });
+  if (parsed.values.help) return { count: 1, uses: 1, help: true };
   if (parsed.positionals.length !== 1 || parsed.positionals[0] !== 'create') throw new UsageError('the only command is "create"');
   return {
     count: wholeNumber('count', parsed.values.count, 1, 1, 10_000),
@@ -33,6 +41,10 @@ async function main(): Promise<number> {
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
     return 2;
+  }
+  if (opts.help) {
+    process.stdout.write(`${USAGE}\n${HELP}\n`);
+    return 0;
   }
   const config = loadCliConfig(loadDevEnv(process.env).env);
   if (typeof config === 'number') return config;

@@ -1,9 +1,8 @@
-import { sql } from 'drizzle-orm';
-import { SignJWT } from 'jose';
 import type { Config } from '../config.js';
-import type { DbHandle } from '../db/index.js';
+import { pgliteOwner } from '../db/dir-lock.js';
 import { runMigrations } from '../db/migrate.js';
-import { normalizeAddress } from '../domains/auth/wallet-verify.js';
+import { resolveTokenUser, signDevAccessToken, signDevTokenProof } from '../domains/auth/dev-token.js';
+import { AppError } from '../errors.js';
 import { loadDevEnv } from '../lib/dev-env.js';
 import { loadCliConfig, openCliDb, parseCli, runIfMain, UsageError, wholeNumber } from './common.js';
 
@@ -20,18 +19,27 @@ export const USAGE =
   'usage: npm run token -- <address|userId> [--chain evm|solana] [--minutes N (1-1440, default 15)]\n' +
   '  prints an access token for local use; an address gets its wallet account created when needed';
 
-export { UsageError };
+const HELP = [
+  '',
+  'The token is signed with JWT_SECRET (outside production without one: the key kept in .data/jwt-secret)',
+  'and read from the same .env and DATABASE_URL as the service. While `npm start` holds the embedded',
+  'database, the running service issues the token (POST /dev/token on loopback, development only).',
+  'Refuses to run with NODE_ENV=production. Example:',
+  '  curl -H "Authorization: Bearer $(npm run -s token -- 0x52908400098527886e0f7030069857d2e4169ee7)" http://127.0.0.1:3000/api/v1/notifications',
+].join('\n');
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export { UsageError, resolveTokenUser, signDevAccessToken };
 
 export interface TokenRequest {
   subject: string;
   chain?: 'evm' | 'solana';
   minutes: number;
+  help?: boolean;
 }
 
 export function parseTokenArgs(argv: string[]): TokenRequest {
-  const parsed = parseCli(argv, { chain: { type: 'string' }, minutes: { type: 'string' } });
+  const parsed = parseCli(argv, { chain: { type: 'string' }, minutes: { type: 'string' }, help: { type: 'boolean', short: 'h' } });
+  if (parsed.values.help) return { subject: '', minutes: 15, help: true };
   if (parsed.positionals.length !== 1) throw new UsageError('give exactly one address or user id');
   const chain = parsed.values.chain;
   if (chain !== undefined && chain !== 'evm' && chain !== 'solana') throw new UsageError('--chain must be evm or solana');
@@ -39,42 +47,53 @@ export function parseTokenArgs(argv: string[]): TokenRequest {
   return { subject: parsed.positionals[0], chain, minutes };
 }
 
-interface UserRow {
-  id: string;
-  wallet_address: string;
-  chain: 'evm' | 'solana';
-}
-
-/** Finds the user (by id) or finds-or-creates the wallet account (by address). */
-export async function resolveTokenUser(dbh: DbHandle, req: Pick<TokenRequest, 'subject' | 'chain'>): Promise<UserRow> {
-  if (UUID.test(req.subject)) {
-    const [row] = await dbh.rows<UserRow>(sql`select id, wallet_address, chain from users where id = ${req.subject.toLowerCase()}`);
-    if (!row) throw new UsageError(`no user has id ${req.subject}`);
-    return row;
-  }
-  const chain = req.chain ?? (req.subject.startsWith('0x') ? 'evm' : 'solana');
-  const address = normalizeAddress(chain, req.subject);
-  if (!address) {
-    throw new UsageError(
-      `${req.subject} is neither a user id nor a valid ${chain === 'evm' ? 'EVM (0x + 40 hex)' : 'Solana (base58)'} address`,
+/**
+ * The embedded database is held by a running service (its lockfile names a live
+ * process): ask that service for the token over its loopback-only development
+ * route, proving with the JWT key we share. Resolves the exit code.
+ */
+async function askRunningService(config: Config, req: TokenRequest, owner: number): Promise<number> {
+  const host = ['0.0.0.0', '::', '127.0.0.1', 'localhost', ''].includes(config.HOST)
+    ? '127.0.0.1'
+    : config.HOST === '::1'
+      ? '[::1]'
+      : undefined;
+  const cannot = (why: string) => {
+    process.stderr.write(
+      `The embedded database is in use by process ${owner} and ${why}. Stop that process, or run both on PostgreSQL (DATABASE_URL=postgres://…).\n`,
     );
+    return 1;
+  };
+  if (!host) return cannot(`the service listens on ${config.HOST}, not on loopback`);
+  const url = `http://${host}:${config.PORT}/dev/token`;
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await signDevTokenProof(config)}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ subject: req.subject, chain: req.chain, minutes: req.minutes }),
+      signal: AbortSignal.timeout(15_000),
+    });
+  } catch (err) {
+    return cannot(`no service answers on ${url} (${(err as Error).message})`);
   }
-  // Same account a wallet sign-in would reach: one user per (chain, address).
-  const [row] = await dbh.rows<UserRow>(sql`
-    insert into users (chain, wallet_address, auth_method) values (${chain}, ${address}, 'wallet')
-    on conflict (chain, wallet_address) do update set updated_at = users.updated_at
-    returning id, wallet_address, chain`);
-  return row;
-}
-
-/** An access token as the auth plugin signs them (HS256 over JWT_SECRET; sub, walletAddress, chain). */
-export async function signDevAccessToken(config: Pick<Config, 'JWT_SECRET'>, user: UserRow, minutes: number): Promise<string> {
-  return new SignJWT({ walletAddress: user.wallet_address, chain: user.chain })
-    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-    .setSubject(user.id)
-    .setIssuedAt()
-    .setExpirationTime(`${minutes}m`)
-    .sign(new TextEncoder().encode(config.JWT_SECRET));
+  const body = (await res.json().catch(() => ({}))) as {
+    accessToken?: string;
+    user?: { id: string; walletAddress: string; chain: string };
+    detail?: string;
+  };
+  if (!res.ok || !body.accessToken || !body.user) {
+    if (res.status === 400 || res.status === 404) {
+      process.stderr.write(`${body.detail ?? `the service answered ${res.status}`}\n`);
+      return 1;
+    }
+    return cannot(`the service on ${url} answered ${res.status}${body.detail ? `: ${body.detail}` : ''}`);
+  }
+  process.stdout.write(`${body.accessToken}\n`);
+  process.stderr.write(
+    `access token for user ${body.user.id} (${body.user.chain} ${body.user.walletAddress}), valid ${req.minutes} min (issued by the running service, process ${owner})\n`,
+  );
+  return 0;
 }
 
 async function main(): Promise<number> {
@@ -85,6 +104,10 @@ async function main(): Promise<number> {
     process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
     return 2;
   }
+  if (req.help) {
+    process.stdout.write(`${USAGE}\n${HELP}\n`);
+    return 0;
+  }
   const refuse = () => {
     process.stderr.write('npm run token is for local development and refuses to run with NODE_ENV=production\n');
     return 2;
@@ -94,6 +117,10 @@ async function main(): Promise<number> {
   const config = loadCliConfig(env);
   if (typeof config === 'number') return config;
   if (config.isProduction) return refuse();
+  if (config.databaseKind === 'pglite') {
+    const owner = pgliteOwner(config.DATABASE_URL);
+    if (owner !== undefined) return askRunningService(config, req, owner);
+  }
   const dbh = await openCliDb(config, 'token');
   if (typeof dbh === 'number') return dbh;
   try {
@@ -104,7 +131,7 @@ async function main(): Promise<number> {
     process.stderr.write(`access token for user ${user.id} (${user.chain} ${user.wallet_address}), valid ${req.minutes} min\n`);
     return 0;
   } catch (err) {
-    if (err instanceof UsageError) {
+    if (err instanceof UsageError || err instanceof AppError) {
       process.stderr.write(`${err.message}\n`);
       return 1;
     }

@@ -50,3 +50,18 @@ export function isAlive(pid: number): boolean {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
+
+/**
+ * The live process holding the embedded database at `pglite:<dir>` (its
+ * lockfile names it), or undefined: free, in memory, or a stale lockfile.
+ */
+export function pgliteOwner(databaseUrl: string): number | undefined {
+  const dir = databaseUrl.startsWith('pglite:') ? databaseUrl.slice('pglite:'.length) : '';
+  if (!dir || dir === 'memory' || dir === 'memory://') return undefined;
+  try {
+    const owner = Number.parseInt(readFileSync(`${dir}.lock`, 'utf8').trim(), 10);
+    return Number.isInteger(owner) && owner !== process.pid && isAlive(owner) ? owner : undefined;
+  } catch {
+    return undefined;
+  }
+}
