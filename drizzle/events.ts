@@ -59,6 +59,8 @@ export const markets = pgTable(
     volume24h: doublePrecision('volume_24h').notNull().default(0),
     status: text('status').notNull().default('active'),
     yesTokenId: text('yes_token_id'),
+    /** Polymarket: the market's condition id, lower-case (Data API trades name markets by it); null on Kalshi. */
+    conditionId: text('condition_id'),
     priceUpdatedAt: timestamp('price_updated_at', { withTimezone: true }),
     /** Last price cycle that refreshed it as a tracked market (docs/decisions.md §11.2, §11.4). */
     trackedAt: timestamp('tracked_at', { withTimezone: true }),
@@ -82,6 +84,9 @@ export const markets = pgTable(
       .on(t.resolvedAt)
       .where(sql`${t.resolvedAt} is not null`),
     index('markets_created_idx').on(t.createdAt),
+    index('markets_condition_idx')
+      .on(t.conditionId)
+      .where(sql`${t.conditionId} is not null`),
   ],
 );
 

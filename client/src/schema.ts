@@ -9,13 +9,13 @@ export interface paths {
         };
         /**
          * All the caller's price alerts, active and triggered, newest first
-         * @description Alerts are checked on every price-sync cycle (60 s) against the markets whose price changed (docs/decisions.md §6, §14). The side's price is yesPrice, or 1 − yesPrice for `no`. `above`/`below` fire when it is ≥ / ≤ `targetPrice`; `moves` fires when it differs by at least `change` from any reading of the last `windowMinutes` taken since the alert was created or last fired. Firing sets `triggeredAt`/`triggeredPrice` (the current reading), adds 1 to `triggerCount` and sends one `price_alert_triggered` notification (`data.marketId`, `data.alertId`, `data.triggerCount`), once across instances. Without `repeat` the alert then becomes inactive. With `repeat` it stays active and fires again no sooner than `cooldownMinutes` after its last firing: a crossing alert once a later reading went back across the target by at least 0.02 (`above`: ≤ target − 0.02; `below`: ≥ target + 0.02), a move alert on a new move measured from readings after its last firing. When a cooldown ends, the market's current price counts as a reading even if it has not changed.
+         * @description Alerts are checked on every price-sync cycle (60 s) against the markets whose price changed (docs/decisions.md §6, §14). The side's price is yesPrice, or 1 − yesPrice for `no`. `above`/`below` fire when it is ≥ / ≤ `targetPrice`; `moves` fires when it differs by at least `change` from any reading of the last `windowMinutes` taken since the alert was created or last fired. Firing sets `triggeredAt`/`triggeredPrice` (the current reading), adds 1 to `triggerCount` and sends one `price_alert_triggered` notification (`data.marketId`, `data.alertId`, `data.triggerCount`), once across instances. Without `repeat` the alert then becomes inactive. With `repeat` it stays active and fires again no sooner than `cooldownMinutes` after its last firing: a crossing alert once a later reading went back across the target by at least 0.02 (`above`: ≤ target − 0.02; `below`: ≥ target + 0.02), a move alert on a new move measured from readings after its last firing. When a cooldown ends, the market's current price counts as a reading even if it has not changed. `big_trade` alerts (docs/decisions.md §18.4) are checked on every price-sync too, against the venue's trades of the market (Polymarket: Data API trades filtered by cash; Kalshi: the ticker's trades), so a trade is noticed within 6 minutes (the venues' trade feeds may lag by up to 5): one trade of at least `minUsd` USD (price × size), either side, made after the alert was created, redefined or last fired, fires it. Its notification's `data` adds `usd`, `side` (`buy` | `sell`; a Kalshi taker always buys the outcome it names), `outcome`, `price`, `walletAddress` (the Polymarket trader; null on Kalshi) and `at` (the trade's time), and `triggeredPrice` is that trade's price. A repeating big-trade alert fires at most once per cooldown: trades during the cooldown are remembered, and the first check after it ends fires for the largest of them.
          */
         get: operations["listAlerts"];
         put?: never;
         /**
          * Create a price alert
-         * @description The market must exist (404). At most 100 active alerts per user (409 ALERT_LIMIT). `above`/`below` need `targetPrice` and take no `change`/`windowMinutes`; `moves` needs `change` (0.01–0.5) and `windowMinutes` (5–1440) and takes no `targetPrice` (null or absent): otherwise 400. `repeat` defaults to false, `cooldownMinutes` (1–10080) to 60. Alerts are checked on every price-sync cycle (60 s) against the markets whose price changed (docs/decisions.md §6, §14). The side's price is yesPrice, or 1 − yesPrice for `no`. `above`/`below` fire when it is ≥ / ≤ `targetPrice`; `moves` fires when it differs by at least `change` from any reading of the last `windowMinutes` taken since the alert was created or last fired. Firing sets `triggeredAt`/`triggeredPrice` (the current reading), adds 1 to `triggerCount` and sends one `price_alert_triggered` notification (`data.marketId`, `data.alertId`, `data.triggerCount`), once across instances. Without `repeat` the alert then becomes inactive. With `repeat` it stays active and fires again no sooner than `cooldownMinutes` after its last firing: a crossing alert once a later reading went back across the target by at least 0.02 (`above`: ≤ target − 0.02; `below`: ≥ target + 0.02), a move alert on a new move measured from readings after its last firing. When a cooldown ends, the market's current price counts as a reading even if it has not changed.
+         * @description The market must exist (404). At most 100 active alerts per user (409 ALERT_LIMIT). `above`/`below` need `targetPrice` and `side`; `moves` needs `side`, `change` (0.01–0.5) and `windowMinutes` (5–1440); `big_trade` needs `minUsd` (1,000–10,000,000) and nothing else. A field another condition takes must be null or absent: otherwise 400 VALIDATION_ERROR. `repeat` defaults to false, `cooldownMinutes` (1–10080) to 60. Alerts are checked on every price-sync cycle (60 s) against the markets whose price changed (docs/decisions.md §6, §14). The side's price is yesPrice, or 1 − yesPrice for `no`. `above`/`below` fire when it is ≥ / ≤ `targetPrice`; `moves` fires when it differs by at least `change` from any reading of the last `windowMinutes` taken since the alert was created or last fired. Firing sets `triggeredAt`/`triggeredPrice` (the current reading), adds 1 to `triggerCount` and sends one `price_alert_triggered` notification (`data.marketId`, `data.alertId`, `data.triggerCount`), once across instances. Without `repeat` the alert then becomes inactive. With `repeat` it stays active and fires again no sooner than `cooldownMinutes` after its last firing: a crossing alert once a later reading went back across the target by at least 0.02 (`above`: ≤ target − 0.02; `below`: ≥ target + 0.02), a move alert on a new move measured from readings after its last firing. When a cooldown ends, the market's current price counts as a reading even if it has not changed. `big_trade` alerts (docs/decisions.md §18.4) are checked on every price-sync too, against the venue's trades of the market (Polymarket: Data API trades filtered by cash; Kalshi: the ticker's trades), so a trade is noticed within 6 minutes (the venues' trade feeds may lag by up to 5): one trade of at least `minUsd` USD (price × size), either side, made after the alert was created, redefined or last fired, fires it. Its notification's `data` adds `usd`, `side` (`buy` | `sell`; a Kalshi taker always buys the outcome it names), `outcome`, `price`, `walletAddress` (the Polymarket trader; null on Kalshi) and `at` (the trade's time), and `triggeredPrice` is that trade's price. A repeating big-trade alert fires at most once per cooldown: trades during the cooldown are remembered, and the first check after it ends fires for the largest of them.
          */
         post: operations["createAlert"];
         delete?: never;
@@ -34,7 +34,7 @@ export interface paths {
         get?: never;
         /**
          * Update a price alert (partial)
-         * @description Any of `targetPrice`, `condition`, `side`, `change`, `windowMinutes`, `repeat`, `cooldownMinutes`, `active`; an empty body is 400. Fields left out keep their values, except that switching between `above`/`below` and `moves` drops the other kind's fields; the result must be a valid alert as for POST (400 otherwise: `change`/`windowMinutes` on an `above`/`below` alert, `targetPrice` on a `moves` one, or a missing required field). A changed definition (`targetPrice`, `condition`, `side`, `change`, `windowMinutes`) starts afresh: a repeating crossing alert is armed again and a move alert counts readings from now; the cooldown still runs from the last firing. Reactivating (`active: true` on an inactive alert) counts toward the 100-active limit, clears `triggeredAt`/`triggeredPrice` and keeps `triggerCount`. Another user's alert or an unknown id → 404.
+         * @description Any of `targetPrice`, `condition`, `side`, `change`, `windowMinutes`, `minUsd`, `repeat`, `cooldownMinutes`, `active`; an empty body is 400. Fields left out keep their values when the (new) condition takes them and are dropped when it does not (from `above` to `moves`: `side` kept, `targetPrice` dropped; to `big_trade`: all but `minUsd` dropped); the result must be a valid alert as for POST (400 otherwise: a field the condition does not take, or a missing required one). A changed definition (`targetPrice`, `condition`, `side`, `change`, `windowMinutes`, `minUsd`) starts afresh: a repeating crossing alert is armed again, a move alert counts readings from now, a big-trade alert counts trades from now; the cooldown still runs from the last firing. Reactivating (`active: true` on an inactive alert) counts toward the 100-active limit, clears `triggeredAt`/`triggeredPrice` and keeps `triggerCount`. Another user's alert or an unknown id → 404.
          */
         put: operations["updateAlert"];
         post?: never;
@@ -1279,28 +1279,47 @@ export interface components {
              */
             unreadCount: number;
         };
+        /**
+         * @example {
+         *       "id": "0b9d6a8e-2f4c-4d51-9a37-6c1e2d3f4a5b",
+         *       "marketId": "pm-516710",
+         *       "marketTitle": "Will the Fed cut rates in December?",
+         *       "targetPrice": null,
+         *       "condition": "big_trade",
+         *       "side": null,
+         *       "change": null,
+         *       "windowMinutes": null,
+         *       "minUsd": 25000,
+         *       "repeat": true,
+         *       "cooldownMinutes": 60,
+         *       "triggerCount": 1,
+         *       "active": true,
+         *       "triggeredAt": "2026-11-20T14:03:00.000Z",
+         *       "triggeredPrice": 0.62,
+         *       "createdAt": "2026-11-19T09:00:00.000Z"
+         *     }
+         */
         PriceAlert: {
             active: boolean;
             /** @description `moves` alerts; null otherwise */
             change: number | null;
             /**
-             * @description `above`: fires when the side's price is ≥ targetPrice; `below`: ≤ targetPrice; `moves`: when it differs by at least `change` from any reading of the last `windowMinutes` (docs/decisions.md §14.3)
+             * @description `above`: fires when the side's price is ≥ targetPrice; `below`: ≤ targetPrice; `moves`: when it differs by at least `change` from any reading of the last `windowMinutes` (docs/decisions.md §14.3); `big_trade`: when a single trade of at least `minUsd` USD (price × size) happens on the market, either side (§18.4)
              * @enum {string}
              */
-            condition: "above" | "below" | "moves";
+            condition: "above" | "below" | "moves" | "big_trade";
             /** Format: int64 */
             cooldownMinutes: number;
             createdAt: string;
             id: string;
             marketId: string;
             marketTitle: string;
+            /** @description `big_trade` alerts; null otherwise */
+            minUsd: number | null;
             repeat: boolean;
-            /**
-             * @description The `no` price is 1 − yesPrice
-             * @enum {string}
-             */
-            side: "yes" | "no";
-            /** @description null on `moves` alerts */
+            /** @description null on `big_trade` alerts */
+            side: ("yes" | "no") | null;
+            /** @description null on `moves` and `big_trade` alerts */
             targetPrice: number | null;
             /**
              * Format: int64
@@ -1309,7 +1328,7 @@ export interface components {
             triggerCount: number;
             /** @description ISO 8601; when it last fired */
             triggeredAt: string | null;
-            /** @description The side's price that last fired it */
+            /** @description The side's price that last fired it; on `big_trade`, the price of the trade that last fired it */
             triggeredPrice: number | null;
             /** @description `moves` alerts; null otherwise */
             windowMinutes: number | null;
@@ -1568,23 +1587,20 @@ export interface operations {
                 "application/json": {
                     change?: number | null;
                     /**
-                     * @description `above`: fires when the side's price is ≥ targetPrice; `below`: ≤ targetPrice; `moves`: when it differs by at least `change` from any reading of the last `windowMinutes` (docs/decisions.md §14.3)
+                     * @description `above`: fires when the side's price is ≥ targetPrice; `below`: ≤ targetPrice; `moves`: when it differs by at least `change` from any reading of the last `windowMinutes` (docs/decisions.md §14.3); `big_trade`: when a single trade of at least `minUsd` USD (price × size) happens on the market, either side (§18.4)
                      * @enum {string}
                      */
-                    condition: "above" | "below" | "moves";
+                    condition: "above" | "below" | "moves" | "big_trade";
                     /**
                      * Format: int32
                      * @description Minimum time between two firings of a repeating alert, 1–10080 minutes (default 60)
                      */
                     cooldownMinutes?: number;
                     marketId: string;
-                    /** @description false (default): the alert fires once and becomes inactive. true: it stays active and fires again after `cooldownMinutes` — a crossing alert once a reading went back across the target by at least 0.02, a move alert on a new move measured from readings after its last firing */
+                    minUsd?: number | null;
+                    /** @description false (default): the alert fires once and becomes inactive. true: it stays active and fires again after `cooldownMinutes` — a crossing alert once a reading went back across the target by at least 0.02, a move alert on a new move measured from readings after its last firing, a big-trade alert for the largest trade since its last firing */
                     repeat?: boolean;
-                    /**
-                     * @description The `no` price is 1 − yesPrice
-                     * @enum {string}
-                     */
-                    side: "yes" | "no";
+                    side?: ("yes" | "no") | null;
                     targetPrice?: number | null;
                     windowMinutes?: number | null;
                 };
@@ -1662,22 +1678,19 @@ export interface operations {
                     active?: boolean;
                     change?: number | null;
                     /**
-                     * @description `above`: fires when the side's price is ≥ targetPrice; `below`: ≤ targetPrice; `moves`: when it differs by at least `change` from any reading of the last `windowMinutes` (docs/decisions.md §14.3)
+                     * @description `above`: fires when the side's price is ≥ targetPrice; `below`: ≤ targetPrice; `moves`: when it differs by at least `change` from any reading of the last `windowMinutes` (docs/decisions.md §14.3); `big_trade`: when a single trade of at least `minUsd` USD (price × size) happens on the market, either side (§18.4)
                      * @enum {string}
                      */
-                    condition?: "above" | "below" | "moves";
+                    condition?: "above" | "below" | "moves" | "big_trade";
                     /**
                      * Format: int32
                      * @description Minimum time between two firings of a repeating alert, 1–10080 minutes (default 60)
                      */
                     cooldownMinutes?: number;
-                    /** @description false (default): the alert fires once and becomes inactive. true: it stays active and fires again after `cooldownMinutes` — a crossing alert once a reading went back across the target by at least 0.02, a move alert on a new move measured from readings after its last firing */
+                    minUsd?: number | null;
+                    /** @description false (default): the alert fires once and becomes inactive. true: it stays active and fires again after `cooldownMinutes` — a crossing alert once a reading went back across the target by at least 0.02, a move alert on a new move measured from readings after its last firing, a big-trade alert for the largest trade since its last firing */
                     repeat?: boolean;
-                    /**
-                     * @description The `no` price is 1 − yesPrice
-                     * @enum {string}
-                     */
-                    side?: "yes" | "no";
+                    side?: ("yes" | "no") | null;
                     targetPrice?: number | null;
                     windowMinutes?: number | null;
                 };

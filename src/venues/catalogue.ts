@@ -49,6 +49,8 @@ export interface CatalogueMarket {
   result: 'yes' | 'no' | null;
   /** Resolved only: the winning outcome's label ("Yes"/"No", or e.g. "Down"); null when the venue names none. */
   resolvedOutcome: string | null;
+  /** Polymarket: the condition id, lower-case (Data API trades name markets by it); null on Kalshi. */
+  conditionId: string | null;
 }
 
 export interface CatalogueGroup {

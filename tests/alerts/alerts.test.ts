@@ -44,6 +44,7 @@ describe('alert CRUD', () => {
       side: 'yes',
       change: null,
       windowMinutes: null,
+      minUsd: null,
       repeat: false,
       cooldownMinutes: 60,
       triggerCount: 0,

@@ -5,7 +5,15 @@ import { AppError, notFound, validationError } from '../../errors.js';
 import type { Clock } from '../../lib/deps.js';
 import type { PriceChange } from '../events/changes.js';
 import { announceNotifications, storeNotifications, type NotifyDeps } from '../notifications/service.js';
-import { MAX_ACTIVE_ALERTS, shapeIssues, type CreateAlertInput, type PriceAlertJson, type UpdateAlertInput } from './schemas.js';
+import {
+  FIELDS,
+  MAX_ACTIVE_ALERTS,
+  REQUIRED,
+  shapeIssues,
+  type CreateAlertInput,
+  type PriceAlertJson,
+  type UpdateAlertInput,
+} from './schemas.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -18,9 +26,10 @@ function toAlertJson(a: AlertRow, marketTitle: string): PriceAlertJson {
     marketTitle,
     targetPrice: a.targetPrice ?? null,
     condition: a.condition as PriceAlertJson['condition'],
-    side: a.side as PriceAlertJson['side'],
+    side: (a.side ?? null) as PriceAlertJson['side'],
     change: a.change ?? null,
     windowMinutes: a.windowMinutes ?? null,
+    minUsd: a.minUsd ?? null,
     repeat: a.repeat,
     cooldownMinutes: a.cooldownMinutes,
     triggerCount: a.triggerCount,
@@ -69,11 +78,13 @@ export async function createAlert(deps: { db: Db; clock: Clock }, userId: string
       .values({
         userId,
         marketId: input.marketId,
-        targetPrice: input.condition === 'moves' ? null : input.targetPrice,
+        // The schema refused another condition's fields (shapeIssues); what is left is this condition's.
+        targetPrice: input.targetPrice ?? null,
         condition: input.condition,
-        side: input.side,
-        change: input.condition === 'moves' ? input.change : null,
-        windowMinutes: input.condition === 'moves' ? input.windowMinutes : null,
+        side: input.side ?? null,
+        change: input.change ?? null,
+        windowMinutes: input.windowMinutes ?? null,
+        minUsd: input.minUsd ?? null,
         repeat: input.repeat ?? false,
         cooldownMinutes: input.cooldownMinutes ?? 60,
         active: true,
@@ -87,23 +98,26 @@ export async function createAlert(deps: { db: Db; clock: Clock }, userId: string
 }
 
 /**
- * The alert a PUT leaves, validated as a whole (docs/decisions.md §14.3): a field the body leaves out
- * keeps its stored value, except that switching between crossing and `moves` drops the other
- * kind's fields. 400 VALIDATION_ERROR when the result is not a valid alert.
+ * The alert a PUT leaves, validated as a whole (docs/decisions.md §14.3, §18.4): a field the body
+ * leaves out keeps its stored value when the (possibly new) condition takes it, and is dropped when
+ * it does not (switching from `above` to `moves` drops `targetPrice` and keeps `side`). 400
+ * VALIDATION_ERROR when the result is not a valid alert.
  */
 function mergeDefinition(current: AlertRow, input: UpdateAlertInput) {
   const condition = input.condition ?? (current.condition as NonNullable<UpdateAlertInput['condition']>);
-  const pick = <K extends 'targetPrice' | 'change' | 'windowMinutes'>(k: K) =>
-    input[k] !== undefined ? input[k] : (condition === 'moves') === (current.condition === 'moves') ? current[k] : null;
-  const merged =
-    condition === 'moves'
-      ? { condition, targetPrice: input.targetPrice, change: pick('change'), windowMinutes: pick('windowMinutes') }
-      : { condition, targetPrice: pick('targetPrice'), change: input.change, windowMinutes: input.windowMinutes };
-  const issues = shapeIssues(merged, false);
+  const stored = { ...current, side: current.side as 'yes' | 'no' | null };
+  const merged = { condition } as Record<(typeof FIELDS)[number], number | string | null> & { condition: typeof condition };
+  for (const k of FIELDS) merged[k] = input[k] !== undefined ? input[k] : REQUIRED[condition].includes(k) ? stored[k] : null;
+  const issues = shapeIssues(merged as Parameters<typeof shapeIssues>[0], false);
   if (issues.length > 0) throw validationError(issues, `Not a valid \`${condition}\` alert`);
-  return condition === 'moves'
-    ? { condition, targetPrice: null, change: merged.change ?? null, windowMinutes: merged.windowMinutes ?? null }
-    : { condition, targetPrice: merged.targetPrice ?? null, change: null, windowMinutes: null };
+  return {
+    condition,
+    targetPrice: merged.targetPrice as number | null,
+    side: merged.side as 'yes' | 'no' | null,
+    change: merged.change as number | null,
+    windowMinutes: merged.windowMinutes as number | null,
+    minUsd: merged.minUsd as number | null,
+  };
 }
 
 /**
@@ -133,25 +147,27 @@ export async function updateAlert(
     const reactivating = input.active === true && !current.active;
     if (reactivating) await assertBelowLimit(tx, userId);
     const redefined =
-      reactivating || (['targetPrice', 'condition', 'side', 'change', 'windowMinutes'] as const).some((k) => input[k] !== undefined);
+      reactivating ||
+      (['targetPrice', 'condition', 'side', 'change', 'windowMinutes', 'minUsd'] as const).some((k) => input[k] !== undefined);
     const now = deps.clock();
     const active = input.active ?? current.active;
     const repeat = input.repeat ?? current.repeat;
     const cooldownMinutes = input.cooldownMinutes ?? current.cooldownMinutes;
     const triggeredAt = reactivating ? null : current.triggeredAt;
-    // A cooldown still running ends with one look at the current price (see checkPriceAlerts).
+    // A cooldown still running ends with one look at the current price (see checkPriceAlerts); a
+    // big-trade alert's market is read on every price-sync anyway (checkBigTrades).
     const cooldownEnd = triggeredAt ? new Date(triggeredAt.getTime() + cooldownMinutes * 60_000) : null;
-    const dueAt = active && repeat && cooldownEnd && cooldownEnd > now ? cooldownEnd : null;
+    const dueAt = active && repeat && cooldownEnd && cooldownEnd > now && definition.condition !== 'big_trade' ? cooldownEnd : null;
     const [row] = await tx
       .update(priceAlerts)
       .set({
         ...definition,
-        ...(input.side !== undefined ? { side: input.side } : {}),
         active,
         repeat,
         cooldownMinutes,
         ...(reactivating ? { triggeredAt: null, triggeredPrice: null } : {}),
-        ...(redefined ? { armed: true, readingsFrom: now } : {}),
+        // A redefined big-trade alert counts trades from now; the one it kept from before is dropped.
+        ...(redefined ? { armed: true, readingsFrom: now, pendingTrade: null } : {}),
         dueAt,
         updatedAt: now,
       })
@@ -299,7 +315,7 @@ export function alertTriggerSql(payload: string, now: Date): SQL {
         union all
         select a.id, 0, a.trigger_count, ${sidePrice}, null
         from due d join price_alerts a on a.id = d.id
-        where a.condition <> 'moves' and a.armed and ${cooledDown}
+        where a.condition in ('above', 'below') and a.armed and ${cooledDown}
           and case when a.condition = 'above' then a.target_price <= ${sidePrice} else a.target_price >= ${sidePrice} end
         union all
         select mc.id, 0, mc.tc,

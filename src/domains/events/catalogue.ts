@@ -258,18 +258,21 @@ async function upsertGroups(deps: MarketDataDeps, tx: DbOrTx, groups: CatalogueG
       title: m.title,
       outcome: m.outcome,
       token: m.tokenId,
+      cid: m.conditionId,
     })),
   );
   if (markets.length === 0) return;
   // Prices, volumes and status go through applyReadings, which detects changes and writes history.
   await deps.dbh.rows(
-    sql`insert into markets (id, event_group_id, venue, venue_market_id, title, outcome, yes_token_id, created_at, updated_at)
-        select distinct on (id) id, gid, venue, vid, title, outcome, token, ${now}::timestamptz, ${now}::timestamptz
-        from json_to_recordset(${json(markets)}) as x(id text, gid text, venue text, vid text, title text, outcome text, token text)
+    sql`insert into markets (id, event_group_id, venue, venue_market_id, title, outcome, yes_token_id, condition_id, created_at, updated_at)
+        select distinct on (id) id, gid, venue, vid, title, outcome, token, cid, ${now}::timestamptz, ${now}::timestamptz
+        from json_to_recordset(${json(markets)}) as x(id text, gid text, venue text, vid text, title text, outcome text, token text, cid text)
         on conflict (id) do update set event_group_id = excluded.event_group_id, title = excluded.title, outcome = excluded.outcome,
-          yes_token_id = coalesce(excluded.yes_token_id, markets.yes_token_id)
-        where (markets.event_group_id, markets.title, markets.outcome, markets.yes_token_id)
-              is distinct from (excluded.event_group_id, excluded.title, excluded.outcome, coalesce(excluded.yes_token_id, markets.yes_token_id))`,
+          yes_token_id = coalesce(excluded.yes_token_id, markets.yes_token_id),
+          condition_id = coalesce(excluded.condition_id, markets.condition_id)
+        where (markets.event_group_id, markets.title, markets.outcome, markets.yes_token_id, markets.condition_id)
+              is distinct from (excluded.event_group_id, excluded.title, excluded.outcome, coalesce(excluded.yes_token_id, markets.yes_token_id),
+                                coalesce(excluded.condition_id, markets.condition_id))`,
     tx,
   );
 }

@@ -193,6 +193,7 @@ export function mapKalshiCatalogueMarket(m: KalshiCatalogueMarket, marketsInGrou
     status,
     tokenId: null,
     ...kalshiResolution(m, status),
+    conditionId: null,
   };
 }
 

@@ -71,6 +71,12 @@ export const GammaCatalogueMarketSchema = z.object({
   outcomes: jsonStringArray.refine((a) => a.length >= 2 && a.every((o) => o.trim().length > 0), 'at least two named outcomes'),
   outcomePrices: jsonProbabilities.nullish(),
   clobTokenIds: jsonStringArray.nullish(),
+  // Names the market in Data API trades (docs/venues.md "What we call", big trades); anything but a hex id says nothing.
+  conditionId: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{1,64}$/)
+    .nullish()
+    .catch(null),
   positionIds: z.array(z.string()).nullish(),
   version: z.string().nullish(),
   bestBid: probability.nullish(),
@@ -286,6 +292,7 @@ export function mapGammaCatalogueEvent(raw: unknown): MapResult<CatalogueGroup> 
       status,
       tokenId: tokens[priced.index] ?? null,
       ...gammaResolution(m, status, priced.index),
+      conditionId: m.conditionId?.toLowerCase() ?? null,
     };
   });
   let status: GroupStatus = 'active';

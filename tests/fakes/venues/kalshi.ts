@@ -1,5 +1,6 @@
 import type { FakeRequest, FakeServer } from '../server.js';
 import type { GeneratedKalshi } from './generate.js';
+import { serveKalshiTrades } from './kalshi-trades.js';
 
 /**
  * A fake Kalshi Trade API v2 enforcing docs/venues.md §5–§6:
@@ -30,6 +31,8 @@ export interface KalshiState {
   series?: any[];
   /** Repeats the last k events of a page at the start of the next (a listing by a moving order does). */
   overlap?: number;
+  /** Wire trades for `GET /markets/trades` (kalshi-trades.ts). */
+  trades?: any[];
 }
 
 const bad = (message: string) => ({ status: 400, body: { error: { code: 'bad_request', message } } });
@@ -196,6 +199,12 @@ export function serveKalshi(server: FakeServer, state: KalshiState): void {
       state.candles?.[req.params.ticker] ??
       synthCandles(req.params.ticker, Number(market.last_price_dollars ?? 0.5), end, Number(period) * 60);
     return { body: { ticker: req.params.ticker, candlesticks: all.filter((c) => c.end_period_ts >= start && c.end_period_ts <= end) } };
+  });
+  // After `/markets/:ticker`: the fake server tries the routes registered last first.
+  serveKalshiTrades(server, {
+    get trades() {
+      return state.trades ?? [];
+    },
   });
 }
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { startFakeServer, type FakeRequest, type FakeServer } from '../server.js';
 import { enforceBudget } from './budget.js';
+import { answerMarketTrades, isMarketTradesRequest, type MarketTradesState } from './data-trades.js';
 
 /**
  * A fake Polymarket Data API speaking the v1 wire format of docs/venues.md §1–2:
@@ -39,6 +40,8 @@ export interface FakeDataApi {
   /** Sets the full ordering of one (category, timePeriod, orderBy); ranks are assigned in order. */
   setBoard(category: string, timePeriod: string, orderBy: 'PNL' | 'VOL', rows: Array<WireLeaderboardRow | Record<string, unknown>>): void;
   setUser(address: string, activity: Partial<UserActivity>): void;
+  /** Trades served to market-scoped `GET /trades?market=…` (data-trades.ts); push wire rows. */
+  marketTrades: MarketTradesState;
   /** Requests matching the predicate answer 500 (e.g. one page of one board). */
   failWhen(pred: ((req: FakeRequest) => boolean) | undefined): void;
   /** The next `n` requests answer HTTP 200 `{"error":"Too Many Requests"}` (docs/venues.md §0). */
@@ -124,6 +127,7 @@ export async function startFakeDataApi(): Promise<FakeDataApi> {
   const server = await startFakeServer();
   const boards = new Map<string, Record<string, unknown>[]>();
   const users = new Map<string, UserActivity>();
+  const marketTrades: MarketTradesState = { trades: [] };
   let failPred: ((req: FakeRequest) => boolean) | undefined;
   const fail = (req: FakeRequest) => failPred?.(req) ?? false;
   let throttles = 0;
@@ -183,6 +187,7 @@ export async function startFakeDataApi(): Promise<FakeDataApi> {
   server.on('GET', '/trades', (req) => {
     if (throttled()) return THROTTLE;
     if (fail(req)) return { status: 500, body: { error: 'internal error' } };
+    if (isMarketTradesRequest(req)) return answerMarketTrades(marketTrades, req);
     const a = activity(req.query);
     if (!a) return { body: [] };
     const limit = intParam(req.query, 'limit', 100);
@@ -195,6 +200,7 @@ export async function startFakeDataApi(): Promise<FakeDataApi> {
   return {
     url: server.url,
     server,
+    marketTrades,
     setBoard(category, timePeriod, orderBy, rows) {
       boards.set(
         `${category}|${timePeriod}|${orderBy}`,
