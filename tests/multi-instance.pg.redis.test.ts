@@ -9,6 +9,7 @@ import { startServer, waitForExit, waitForHttp } from './helpers/server-process.
 import { freePort } from './helpers/services.js';
 import { loadSampleData, startFakeVenues, type FakeVenues } from './fakes/venues/index.js';
 import { gammaYesOf, setGammaYes } from './fakes/venues/prices.js';
+import { kalshiTrade } from './fakes/venues/kalshi-trades.js';
 import { solanaWallet } from './auth/helpers.js';
 import { ack, closeAll, connect, next, record, sleep, until } from './realtime/helpers.js';
 
@@ -286,6 +287,44 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     expect(Number(n)).toBe(1);
     const after = await call(A, 'GET', '/api/v1/alerts', { headers: auth });
     expect(after.json.alerts).toEqual([expect.objectContaining({ id: alert.json.id, active: false, triggeredPrice: crossed })]);
+  });
+
+  it('fires a big-trade alert once when price-sync runs on both instances at once (docs/decisions.md §18.4)', async () => {
+    const s = await signIn(A, A);
+    expect(s.res.status, s.res.text).toBe(201);
+    const auth = { authorization: `Bearer ${s.accessToken}` };
+    const market = 'ks-KXFEDCHAIR-27-KW';
+    const alert = await call(B, 'POST', '/api/v1/alerts', {
+      headers: auth,
+      body: { marketId: market, condition: 'big_trade', minUsd: 5000 },
+    });
+    expect(alert.status, alert.text).toBe(201);
+    // A Kalshi taker buying 20,000 NO at 0.40: 8,000 USD, one second after the alert was made.
+    venues.kalshi.state.trades = [
+      kalshiTrade({
+        ticker: 'KXFEDCHAIR-27-KW',
+        count: 20_000,
+        yesPrice: 0.6,
+        takerSide: 'no',
+        at: new Date(Date.parse(alert.json.createdAt) + 1000),
+      }),
+    ];
+    const runs = await Promise.all([runJob(A, 'price-sync'), runJob(B, 'price-sync'), runJob(B, 'price-sync'), runJob(A, 'price-sync')]);
+    for (const r of runs) expect(r.json, r.text).toMatchObject({ name: 'price-sync', ok: true });
+    const [{ n }] = await sql`select count(*)::int as n from notifications where user_id = ${s.userId} and type = 'price_alert_triggered'`;
+    expect(Number(n)).toBe(1);
+    const list = await call(A, 'GET', '/api/v1/notifications', { headers: auth });
+    expect(list.json.notifications[0].data).toMatchObject({
+      marketId: market,
+      alertId: alert.json.id,
+      usd: 8000,
+      outcome: 'No',
+      price: 0.4,
+    });
+    const after = await call(B, 'GET', '/api/v1/alerts', { headers: auth });
+    expect(after.json.alerts).toEqual([
+      expect.objectContaining({ id: alert.json.id, active: false, triggerCount: 1, triggeredPrice: 0.4 }),
+    ]);
   });
 
   it('carries Socket.IO publishes across instances: market:update from B to A, a notification from B to A', async () => {

@@ -17,6 +17,8 @@ import { announceNotifications, storeNotifications, type NotifyDeps } from '../n
  */
 export interface BigTradeDeps extends NotifyDeps {
   venues: Pick<VenueClients, 'data' | 'kalshi'>;
+  /** Aborted at shutdown: no further venue read starts (the job's venue clients carry it too). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -170,6 +172,7 @@ async function readPolymarket(deps: BigTradeDeps, targets: Target[], out: Collec
   for (const tg of targets) if (tg.condition_id) byCondition.set(tg.condition_id.toLowerCase(), tg);
   const sorted = [...byCondition.values()].sort((a, b) => Number(a.min_usd) - Number(b.min_usd));
   for (let i = 0; i < sorted.length; i += MARKETS_PER_TRADES_CALL) {
+    deps.signal?.throwIfAborted();
     const group = sorted.slice(i, i + MARKETS_PER_TRADES_CALL);
     const minUsd = Math.min(...group.map((g) => Number(g.min_usd)));
     const sinceSec = Math.min(...group.map((g) => toSec(g.since))) - OVERLAP_SEC;
@@ -217,6 +220,7 @@ async function readPolymarket(deps: BigTradeDeps, targets: Target[], out: Collec
 /** Kalshi: one ticker a request (no size filter at the venue), the Kalshi limiter pacing them. */
 async function readKalshi(deps: BigTradeDeps, targets: Target[], out: Collected): Promise<void> {
   await mapLimit(targets, KALSHI_CONCURRENCY, async (tg) => {
+    deps.signal?.throwIfAborted();
     let read;
     try {
       read = await fetchKalshiMarketTrades(deps.venues.kalshi, tg.venue_market_id, toSec(tg.since) - OVERLAP_SEC);
