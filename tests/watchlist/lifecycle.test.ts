@@ -277,6 +277,28 @@ describe('new_market (§17.2)', () => {
   });
 });
 
+describe('market_resolved of a tracked Polymarket market (§17.2: within 5 minutes)', () => {
+  it('the CLOB stops quoting it; price-sync re-reads the watched group from Gamma and the next watchlist-check says "Resolved YES"', async () => {
+    const u = await watcher();
+    at(11 * 60 * MINUTE);
+    await watch(u, 'life-pm');
+    Object.assign(pmYes, { closed: true, umaResolutionStatus: 'resolved', outcomePrices: '["1", "0"]' });
+    at(11 * 60 * MINUTE + 60_000);
+    const rereads = () => venues.gamma.requests.filter((r) => r.path === '/events/7710').length;
+    const before = rereads();
+    await t.app.jobs.run('price-sync');
+    expect(rereads()).toBe(before + 1);
+    at(11 * 60 * MINUTE + 120_000);
+    await both('watchlist-check');
+    expect((await stored(u.id, 'market_resolved')).map((n) => [n.title, n.message, n.data])).toEqual([
+      ['Life on Polymarket — A', 'Resolved YES', { eventSlug: 'life-pm', marketId: 'pm-771001', result: 'yes' }],
+    ]);
+    // No longer active: not tracked, not re-read again.
+    await t.app.jobs.run('price-sync');
+    expect(rereads()).toBe(before + 1);
+  });
+});
+
 describe('preferences and the notify route (§17.2, §6)', () => {
   it('push preferences list the four types, default on; turning one off skips its push but keeps the in-app notification', async () => {
     const u = await watcher();

@@ -1,9 +1,14 @@
 import { sql } from 'drizzle-orm';
+import { UpstreamError } from '../../lib/http.js';
+import { mapLimit } from '../../lib/map-limit.js';
+import type { CatalogueGroup } from '../../venues/catalogue.js';
 import { readClobPrices } from '../../venues/polymarket/clob.js';
+import { getGammaCatalogueEvent } from '../../venues/polymarket/gamma.js';
 import { getKalshiMarketsByTickers } from '../../venues/kalshi/trade-api.js';
 import type { Venue } from '../../venues/catalogue.js';
 import type { OnPriceChanges } from './changes.js';
-import { applyReadings, json, recordVenueRun, VENUES, writeTx, type MarketDataDeps, type PriceReading } from './store.js';
+import { writeGroups } from './catalogue.js';
+import { applyReadings, idsIn, json, recordVenueRun, VENUES, writeTx, type MarketDataDeps, type PriceReading } from './store.js';
 
 /**
  * Prices of the tracked markets (docs/decisions.md §11.2, docs/venues.md
@@ -63,19 +68,65 @@ export async function selectTrackedMarkets(deps: MarketDataDeps): Promise<Tracke
   );
 }
 
-/** Polymarket: the display rule over the CLOB batch answers; absent everywhere → keeps its last price (null if none). */
-async function readPolymarket(deps: MarketDataDeps, markets: TrackedMarket[]): Promise<PriceReading[]> {
+/**
+ * Polymarket: the display rule over the CLOB batch answers; absent everywhere → keeps its last price (null if none).
+ * `bookless`: the markets absent from `/midpoints` (no book: closed, resolved, or no orders at all).
+ */
+async function readPolymarket(deps: MarketDataDeps, markets: TrackedMarket[]): Promise<{ readings: PriceReading[]; bookless: string[] }> {
   const withToken = markets.filter((m) => m.yes_token_id);
-  if (withToken.length === 0) return [];
+  if (withToken.length === 0) return { readings: [], bookless: [] };
   const { quotes, skipped } = await readClobPrices(
     deps.venues.clob,
     withToken.map((m) => m.yes_token_id!),
   );
   if (skipped > 0) deps.log.warn({ skipped }, 'malformed CLOB price entries skipped');
-  return withToken.map((m) => {
+  const bookless = withToken.filter((m) => quotes.get(m.yes_token_id!)?.midpoint === undefined).map((m) => m.id);
+  const readings = withToken.map((m): PriceReading => {
     const price = quotes.get(m.yes_token_id!)?.price;
     return price === undefined ? { id: m.id, p: null, keep: true } : { id: m.id, p: price };
   });
+  return { readings, bookless };
+}
+
+/** Watched groups re-read per price cycle because a market's book went away, and how soon one may be re-read again. */
+export const BOOKLESS_REREAD_PER_RUN = 20;
+const BOOKLESS_REREAD_EVERY_MS = 4 * 60_000;
+
+/**
+ * docs/decisions.md §17.2: a tracked market's resolution reaches its watchers
+ * within 5 minutes. Kalshi's batch answer carries a market's status; the
+ * CLOB only stops quoting a market that closed or resolved. So the watched
+ * Polymarket groups with a tracked market absent from `/midpoints` are
+ * re-read from Gamma (`GET /events/{id}`, the catalogue's re-read call), at
+ * most BOOKLESS_REREAD_PER_RUN a cycle and each at most every 4 minutes
+ * (a catalogue write moves its `last_seen_at`), and written as the
+ * catalogue writes them (status, settlement, result).
+ */
+async function rereadBooklessWatched(deps: MarketDataDeps, bookless: string[], onChanges?: OnPriceChanges): Promise<number> {
+  if (bookless.length === 0) return 0;
+  const before = new Date(deps.clock().getTime() - BOOKLESS_REREAD_EVERY_MS).toISOString();
+  const groups = await deps.dbh.rows<{ id: string; venue_event_id: string }>(
+    sql`select g.id, g.venue_event_id from event_groups g
+        where g.id in (select m.event_group_id from markets m where m.id in ${idsIn(bookless)})
+          and g.status = 'active' and g.last_seen_at < ${before}::timestamptz
+          and exists (select 1 from watchlist w where w.event_group_id = g.id)
+        order by g.last_seen_at, g.id limit ${BOOKLESS_REREAD_PER_RUN}`,
+  );
+  const found: CatalogueGroup[] = [];
+  const unreadable: string[] = [];
+  await mapLimit(groups, 4, async (g) => {
+    try {
+      const r = await getGammaCatalogueEvent(deps.venues.gamma, g.venue_event_id);
+      if (r) found.push(r);
+      else if (r === null) unreadable.push(g.id);
+    } catch (err) {
+      if (!(err instanceof UpstreamError)) throw err;
+      deps.log.warn({ group: g.id, err: err.message }, 'watched group re-read failed; next cycle');
+    }
+  });
+  const changes = await writeGroups(deps, found, unreadable);
+  if (changes.length > 0) await onChanges?.(changes);
+  return found.length;
 }
 
 /** Kalshi: `GET /markets?tickers=` (price, volumes, status); tickers the venue did not return are left for the catalogue. */
@@ -112,13 +163,15 @@ export async function refreshTrackedPrices(deps: MarketDataDeps, opts: { onChang
     VENUES.map(async (venue, i) => {
       const mine = tracked.filter((m) => m.venue === venue);
       try {
-        const readings = venue === 'polymarket' ? await readPolymarket(deps, mine) : await readKalshi(deps, mine);
+        const read = venue === 'polymarket' ? await readPolymarket(deps, mine) : { readings: await readKalshi(deps, mine), bookless: [] };
+        const { readings } = read;
         for (let i = 0; i < readings.length; i += WRITE_CHUNK) {
           const chunk = readings.slice(i, i + WRITE_CHUNK);
           const changes = await writeTx(deps, (tx) => applyReadings(deps, tx, chunk, { tracked: true }));
           if (changes.length > 0) await opts.onChanges?.(changes);
         }
         items += readings.length;
+        await rereadBooklessWatched(deps, read.bookless, opts.onChanges);
         await recordVenueRun(deps, venue, 'prices', true);
       } catch (err) {
         failed[i] = `${venue}: ${err instanceof Error ? err.message : String(err)}`;
