@@ -63,6 +63,23 @@ export default tseslint.config(
     },
   },
   {
+    // Plugins are cross-cutting (db, redis, signals, rate limit, docs…) and know no domain: a
+    // domain's plugin lives in its domain, and what a plugin needs of one is passed in by app.ts.
+    files: ['src/plugins/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/domains/*', '**/domains/**'], message: 'Plugins never import domains: app.ts passes in what they need.' },
+            { group: ['**/jobs/*', '**/jobs'], message: 'Plugins never import the scheduler.' },
+            { group: ['**/app', '**/app.js', '**/server', '**/server.js'], message: 'Plugins never import the composition root.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['src/venues/**/*.ts', 'src/lib/**/*.ts', 'src/db/**/*.ts'],
     rules: {
       'no-restricted-imports': [

@@ -11,12 +11,16 @@ import { serializeError } from './lib/log-errors.js';
 import { lazyChildLogger, RequestLogController } from './lib/request-log.js';
 import { errorsPlugin, sendProblem } from './plugins/errors.js';
 import { securityHeaders } from './plugins/security-headers.js';
-import { infraPlugin, type DataTopic } from './plugins/infra.js';
+import { contextPlugin } from './plugins/context.js';
+import { dbPlugin } from './plugins/db.js';
+import { redisPlugin } from './plugins/redis.js';
+import { signalsPlugin, type DataTopic } from './plugins/signals.js';
+import { publishPlugin } from './domains/realtime/publish.js';
 import { clientAddressPlugin } from './plugins/client-address.js';
 import { metricsPlugin } from './plugins/metrics.js';
 import { overloadPlugin, type OverloadGuard, type OverloadOptions } from './plugins/overload.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
-import { authPlugin } from './plugins/auth.js';
+import { authPlugin } from './domains/auth/guard.js';
 import { docsPlugin } from './plugins/docs.js';
 import { healthRoutes } from './domains/health/plugin.js';
 import { authRoutes } from './domains/auth/plugin.js';
@@ -49,7 +53,7 @@ import { handlePriceChanges } from './jobs/price-changes.js';
 import { jobRoutes } from './jobs/routes.js';
 import { jobDefinitions } from './jobs/registry.js';
 import type { JobDefinition } from './jobs/types.js';
-import type { VenueClientOptions } from './venues/clients.js';
+import { createVenueClients, type VenueClientOptions } from './venues/clients.js';
 
 export const BODY_LIMIT = 64 * 1024;
 export const REQUEST_TIMEOUT_MS = 30_000;
@@ -193,15 +197,12 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     });
   }
 
-  await app.register(infraPlugin, {
-    config,
-    db: overrides.db,
-    redis: overrides.redis,
-    keyPrefix: overrides.keyPrefix,
-    clock: overrides.clock,
-    migrate: overrides.migrate,
-    venueClients: overrides.venueClients,
-  });
+  // One HTTP client and rate limiter per venue API for the whole process (docs/venues.md "What we call").
+  await app.register(contextPlugin, { config, clock: overrides.clock, venues: createVenueClients(config, overrides.venueClients) });
+  await app.register(dbPlugin, { db: overrides.db, migrate: overrides.migrate });
+  await app.register(redisPlugin, { redis: overrides.redis, keyPrefix: overrides.keyPrefix });
+  await app.register(signalsPlugin);
+  await app.register(publishPlugin);
 
   // docs/decisions.md §15.1: its onResponse hook sees every route registered below.
   if (config.METRICS_PORT !== 0) await app.register(metricsPlugin);

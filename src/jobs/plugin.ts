@@ -161,5 +161,5 @@ export const jobsPlugin = fp<JobsOptions>(
       await Promise.allSettled([...running]);
     });
   },
-  { name: 'jobs', fastify: '5.x', dependencies: ['infra'] },
+  { name: 'jobs', fastify: '5.x', dependencies: ['context', 'db', 'redis', 'signals', 'publish', 'notifications', 'realtime'] },
 );

@@ -1,7 +1,7 @@
 import { checkPriceAlerts, type AlertCheckDeps } from '../domains/alerts/service.js';
 import { publishPriceChanges, type PriceChange } from '../domains/events/changes.js';
 import { notifyMarketMoves } from '../domains/watchlist/lifecycle.js';
-import type { DataTopic } from '../plugins/infra.js';
+import type { DataTopic } from '../plugins/signals.js';
 
 export interface PriceChangeDeps extends AlertCheckDeps {
   /** Tells this instance's read caches that stored data changed (app.signals `dataChanged`). */

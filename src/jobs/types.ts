@@ -2,7 +2,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import type { Db, DbHandle } from '../db/index.js';
-import type { DataTopic, PublishFn } from '../plugins/infra.js';
+import type { DataTopic } from '../plugins/signals.js';
+import type { PublishFn } from '../domains/realtime/channels.js';
 import type { DeliveryState } from '../domains/notifications/delivery.js';
 import type { VenueClients } from '../venues/clients.js';
 

@@ -51,5 +51,5 @@ export const clientAddressPlugin = fp(
       },
     });
   },
-  { name: 'client-address', fastify: '5.x', dependencies: ['infra'] },
+  { name: 'client-address', fastify: '5.x', dependencies: ['context'] },
 );

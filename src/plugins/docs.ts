@@ -246,5 +246,5 @@ export const docsPlugin = fp<DocsOptions>(
       });
     }
   },
-  { name: 'docs', fastify: '5.x' },
+  { name: 'docs', fastify: '5.x', dependencies: [] },
 );

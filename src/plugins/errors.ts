@@ -169,5 +169,5 @@ export const errorsPlugin = fp(
       sendProblem(reply, problem(404, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0].slice(0, 200)}`)),
     );
   },
-  { name: 'errors', fastify: '5.x' },
+  { name: 'errors', fastify: '5.x', dependencies: [] },
 );

@@ -288,7 +288,7 @@ export const metricsPlugin = fp(
     });
     if (app.dbh.kind === 'postgres') {
       // postgres-js keeps its pool counters private; PostgreSQL knows this instance's
-      // connections by their application_name (unique per instance, see the infra plugin).
+      // connections by their application_name (unique per instance, see plugins/db.ts).
       new Gauge({
         name: 'db_pool_connections',
         help: 'This instance’s open PostgreSQL connections by state (active includes the scrape’s own query)',
@@ -368,5 +368,5 @@ export const metricsPlugin = fp(
       listening: () => listeningPort,
     } satisfies Metrics);
   },
-  { name: 'metrics', fastify: '5.x', dependencies: ['infra'] },
+  { name: 'metrics', fastify: '5.x', dependencies: ['context', 'db'] },
 );

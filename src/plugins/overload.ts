@@ -121,5 +121,5 @@ export const overloadPlugin = fp<OverloadOptions>(
       if (!overloaded || !refuse(request, reply)) done();
     });
   },
-  { name: 'overload', fastify: '5.x' },
+  { name: 'overload', fastify: '5.x', dependencies: [] },
 );

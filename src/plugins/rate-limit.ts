@@ -77,5 +77,5 @@ export const rateLimitPlugin = fp(
       errorResponseBuilder: (_req, ctx) => rateLimited(ctx.ttl),
     });
   },
-  { name: 'rate-limit', fastify: '5.x', dependencies: ['infra', 'client-address'] },
+  { name: 'rate-limit', fastify: '5.x', dependencies: ['redis', 'client-address'] },
 );

@@ -25,7 +25,7 @@ export interface BaselineRoute {
   jwtSecret?: string;
   /**
    * Verify as the service does since issue 21: remembering verified tokens (fast-jwt's cache,
-   * src/plugins/auth.ts). Without it the bare route verifies every request in full.
+   * src/domains/auth/guard.ts). Without it the bare route verifies every request in full.
    */
   jwtCache?: boolean;
 }

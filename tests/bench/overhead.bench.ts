@@ -250,7 +250,7 @@ export default async function run() {
       `costs at most 1.3× the bare route). Service at \`LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'info'}\` (as deployed, logs to /dev/null),`,
       'NODE_ENV=production, metrics on, jobs off. The bare route answers the captured bytes and headers, declared with the same route pattern (`/api/v1/events/:slug` is parametric on both sides); for the bearer route it',
       "first verifies the same JWT with @fastify/jwt: in full on every request (the issue's baseline), and in the last row remembering",
-      "verified tokens as the service does (fast-jwt's cache, src/plugins/auth.ts), which isolates the rest of the path.",
+      "verified tokens as the service does (fast-jwt's cache, src/domains/auth/guard.ts), which isolates the rest of the path.",
       '',
       `CPU ratios (health / events / event / leaderboard / notifications / notifications against a bare route remembering tokens): ${summary.join('; ')}.`,
       '',

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../../lib/hash.js';
 import type { DbHandle } from '../../db/index.js';
 import { AppError, notFound, validationError } from '../../errors.js';
-import type { AuthUser } from '../../plugins/auth.js';
+import type { AuthUser } from './guard.js';
 import type { HitResult } from '../../lib/sliding-window.js';
 import type { IdpVerifier } from './idp.js';
 import { deriveIdpAddress } from './idp.js';

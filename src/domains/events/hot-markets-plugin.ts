@@ -79,5 +79,5 @@ export const hotMarketsPlugin = fp<HotMarketsPluginOptions & { onPriceChanges: (
       await registry.close();
     });
   },
-  { name: 'hot-markets', fastify: '5.x', dependencies: ['infra'] },
+  { name: 'hot-markets', fastify: '5.x', dependencies: ['context', 'db', 'redis', 'signals', 'publish'] },
 );

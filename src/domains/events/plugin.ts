@@ -4,7 +4,7 @@ import { problemResponses } from '../../errors.js';
 import { normalizeCategory } from '../../venues/catalogue.js';
 import { lastModifiedOf } from './freshness.js';
 import { sendSerialized } from '../../lib/serializer.js';
-import type { DataTopic } from '../../plugins/infra.js';
+import type { DataTopic } from '../../plugins/signals.js';
 import { createResponseCache } from './cache.js';
 import { ChartQuerySchema, ChartSchema, EventDetailSchema, EventListQuerySchema, EventListSchema, SlugParamsSchema } from './schemas.js';
 import { getChart, getEvent, listEvents } from './service.js';

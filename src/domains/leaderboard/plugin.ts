@@ -26,7 +26,7 @@ import {
 } from './service.js';
 import { sendSerialized } from '../../lib/serializer.js';
 import { applyHit } from '../../plugins/rate-limit.js';
-import type { DataTopic } from '../../plugins/infra.js';
+import type { DataTopic } from '../../plugins/signals.js';
 import { getTraderHistory } from './history.js';
 
 const PROFILE_TTL_MS = 5 * 60_000;

@@ -72,7 +72,7 @@ export const notificationsPlugin = fp<NotificationsOptions>(
       await drainDeliveries(delivery);
     });
   },
-  { name: 'notifications', fastify: '5.x', dependencies: ['infra'] },
+  { name: 'notifications', fastify: '5.x', dependencies: ['context', 'db', 'redis'] },
 );
 
 const notifyDeps = (app: FastifyInstance): NotifyDeps => ({

@@ -3,7 +3,7 @@ import { notifications, users } from '../../../drizzle/index.js';
 import { rows, type DbOrTx } from '../../db/index.js';
 import { AppError, notFound, someCause } from '../../errors.js';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.js';
-import type { PublishFn } from '../../plugins/infra.js';
+import type { PublishFn } from '../realtime/channels.js';
 import { insertDeliveries, kickDelivery, type DeliveryState } from './delivery.js';
 import { appendStreamEvents, publishStreamEvents, type StreamEvent } from './stream.js';
 import type { ServiceDeps } from '../../lib/deps.js';

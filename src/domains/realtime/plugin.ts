@@ -4,7 +4,7 @@ import { createAdapter } from '@socket.io/redis-adapter';
 import type { Redis } from 'ioredis';
 import { AppError } from '../../errors.js';
 import { MemorySlidingWindow } from '../../lib/sliding-window.js';
-import type { AuthUser } from '../../plugins/auth.js';
+import type { AuthUser } from '../auth/guard.js';
 import {
   AUTH_EXPIRED,
   AUTH_REVOKED,
@@ -143,7 +143,7 @@ function swallowRejections(client: Redis, onError: (err: unknown) => void) {
  * because fastify-socket.io still declares Fastify 4 only. It owns the
  * handshake (token, connection limits), the subscribe/unsubscribe/auth
  * protocol of docs/decisions.md §8, token expiry, and the bridge from
- * `app.publish` (infra's bus) to rooms. With Redis, `@socket.io/redis-adapter`
+ * `app.publish` (the bus of realtime/publish.ts) to rooms. With Redis, `@socket.io/redis-adapter`
  * carries every publish to every instance and the connection limits are
  * shared (see connection-limits.ts).
  */
@@ -502,5 +502,5 @@ export const realtimePlugin = fp<RealtimePluginOptions>(
       for (const c of extraClients) c.disconnect();
     });
   },
-  { name: 'realtime', fastify: '5.x', dependencies: ['infra', 'auth'] },
+  { name: 'realtime', fastify: '5.x', dependencies: ['context', 'db', 'redis', 'signals', 'publish', 'auth', 'client-address'] },
 );

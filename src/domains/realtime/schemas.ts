@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AuthUser } from '../../plugins/auth.js';
+import type { AuthUser } from '../auth/guard.js';
 import { STREAM_EVENTS, type StreamPayload } from '../notifications/types.js';
 import type { RelayedStreamEvent } from './streams.js';
 

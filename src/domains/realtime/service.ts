@@ -1,4 +1,4 @@
-import type { AuthUser } from '../../plugins/auth.js';
+import type { AuthUser } from '../auth/guard.js';
 import { parseChannel, userNotificationsChannel } from './channels.js';
 import type { Ack, RealtimeErrorCode } from './schemas.js';
 

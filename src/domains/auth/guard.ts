@@ -1,10 +1,10 @@
-import { bearerToken } from '../lib/bearer.js';
-import { safeEqual } from '../lib/hash.js';
+import { bearerToken } from '../../lib/bearer.js';
+import { safeEqual } from '../../lib/hash.js';
 import fp from 'fastify-plugin';
 import fastifyJwt, { type VerifyOptions } from '@fastify/jwt';
 import type { FastifyRequest } from 'fastify';
-import { AppError, unauthorized } from '../errors.js';
-import { createRevocationStore, type RevocationStore } from '../domains/auth/revocations.js';
+import { AppError, unauthorized } from '../../errors.js';
+import { createRevocationStore, type RevocationStore } from './revocations.js';
 
 export type Chain = 'solana' | 'evm';
 
@@ -187,5 +187,5 @@ export const authPlugin = fp(
       route.onRequest = [hook, ...existing];
     });
   },
-  { name: 'auth', fastify: '5.x', dependencies: ['infra'] },
+  { name: 'auth', fastify: '5.x', dependencies: ['context', 'redis'] },
 );
