@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
 import { jobRuns } from '../drizzle/index.js';
 import type { JobDefinition } from '../src/jobs/types.js';
+import { createDb, type DbHandle } from '../src/db/index.js';
 import { buildTestApp, type TestApp } from './helpers/app.js';
 
 const TOKEN = 'internal-token-internal-token';
@@ -86,11 +87,62 @@ describe('internal job endpoints (docs/decisions.md §9)', () => {
     const results = await Promise.all(
       [a, b, a].map((x) => x.app.inject({ method: 'POST', url: '/api/v1/internal/jobs/slow', headers: auth })),
     );
-    expect(results.map((r) => r.json().ok)).toEqual([true, true, true]);
+    // The second call on `a` finds a's own run in progress: 409 at once (decisions §9).
+    expect(results.map((r) => r.statusCode)).toEqual([200, 200, 409]);
+    expect(results.slice(0, 2).map((r) => r.json().ok)).toEqual([true, true]);
     expect(maxActive).toBe(1);
     await a.close();
     await b.close();
   });
+});
+
+describe('run-now while the job runs elsewhere (decisions §9, issue 34)', () => {
+  it('waits without holding a connection; a second call on the instance is 409 JOB_RUNNING at once', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const held: JobDefinition = {
+      name: 'held-elsewhere',
+      schedule: '0 0 1 1 *',
+      run: async () => {
+        await gate;
+        return { items: 3 };
+      },
+    };
+    // On PostgreSQL the waiting instance gets a pool of two connections (a run takes two: its lock's and
+    // its queries'): waiters that each held one would leave nothing for any other request.
+    const small = t.db.kind === 'postgres' ? await createDb((t.db as DbHandle & { url: string }).url, { max: 2 }) : t.db;
+    const a = await buildTestApp({ INTERNAL_API_TOKEN: TOKEN }, { db: t.db, jobs: [held] });
+    const b = await buildTestApp({ INTERNAL_API_TOKEN: TOKEN }, { db: small, jobs: [held] });
+    const post = (x: TestApp) => x.app.inject({ method: 'POST', url: '/api/v1/internal/jobs/held-elsewhere', headers: auth });
+    try {
+      const first = post(a);
+      for (let i = 0; i < 100 && !(await a.app.jobs.statuses()).find((j) => j.name === 'held-elsewhere')?.running; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const waiting = post(b);
+      await new Promise((r) => setTimeout(r, 300));
+      const others = await Promise.all(Array.from({ length: 11 }, () => post(b)));
+      for (const res of others) {
+        expect(res.statusCode, res.body).toBe(409);
+        expect(res.json().code).toBe('JOB_RUNNING');
+        expect(Date.parse(res.json().detail.match(/\d{4}-\d\d-\d\dT[\d:.]+Z/)[0])).not.toBeNaN();
+      }
+      // A request that needs the database still gets its answer while the run-now waits.
+      const list = await Promise.race([
+        b.app.inject({ method: 'GET', url: '/api/v1/internal/jobs', headers: auth }),
+        new Promise<'stuck'>((r) => setTimeout(() => r('stuck'), 10_000)),
+      ]);
+      expect(list === 'stuck' ? 'stuck' : list.statusCode).toBe(200);
+      release();
+      expect((await first).json()).toMatchObject({ ok: true, items: 3 });
+      expect((await waiting).json()).toMatchObject({ ok: true, items: 3 });
+    } finally {
+      release();
+      await a.close();
+      await b.close();
+      if (small !== t.db) await small.close();
+    }
+  }, 60_000);
 });
 
 describe('job visibility (docs/decisions.md §15.2)', () => {

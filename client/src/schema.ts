@@ -447,7 +447,7 @@ export interface paths {
         put?: never;
         /**
          * Run a background job now and return its outcome
-         * @description Answers 200 whether the job succeeded or not (`ok: false` and `error` when it failed). Waits while another instance runs the same job.
+         * @description Answers 200 whether the job succeeded or not (`ok: false` and `error` when it failed). While another instance runs the same job, waits for that run to end (up to 120 s, then 409 JOB_RUNNING) without holding a database connection, then runs it. A second call for the same job on this instance while one waits or runs there (a scheduled run included) answers 409 JOB_RUNNING at once; `detail` gives the ISO 8601 start of the run in progress. A run aborted by shutdown answers 503 UNAVAILABLE (docs/decisions.md §9).
          */
         post: operations["runJob"];
         delete?: never;
@@ -3326,8 +3326,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Conflict with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unexpected error; the body reveals nothing internal */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -28,7 +29,7 @@ export interface DbHandle {
   withAdvisoryLock<T>(
     key: bigint,
     fn: () => Promise<T>,
-    opts?: { wait?: boolean; timeoutMs?: number },
+    opts?: { wait?: boolean; timeoutMs?: number; signal?: AbortSignal },
   ): Promise<{ acquired: true; value: T } | { acquired: false }>;
   /** Which of `keys` some session (any instance, this one included) holds as an advisory lock right now. */
   advisoryLocksHeld(keys: bigint[]): Promise<Set<bigint>>;
@@ -133,24 +134,27 @@ async function createPostgres(url: string, opts: { max?: number; applicationName
     kind: 'postgres',
     poolMax,
     rows: <T>(query: SQL, on: DbOrTx = db) => rows<T>(on, query),
-    async withAdvisoryLock(key, fn, { wait = false, timeoutMs = 30_000 } = {}) {
-      // A reserved connection keeps the session-level lock and its unlock on one backend.
-      const conn = await client.reserve();
-      try {
-        const deadline = Date.now() + timeoutMs;
-        for (;;) {
-          const [row] = await conn`select pg_try_advisory_lock(${key.toString()}::bigint) as ok`;
-          if (row.ok) break;
-          if (!wait || Date.now() > deadline) return { acquired: false };
-          await new Promise((r) => setTimeout(r, 100));
-        }
+    async withAdvisoryLock(key, fn, { wait = false, timeoutMs = 30_000, signal } = {}) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        // A reserved connection keeps the session-level lock and its unlock on one backend. While
+        // another session holds the lock, the connection goes back to the pool between tries:
+        // any number of waiters hold no connection (docs/decisions.md §9, run-now).
+        const conn = await client.reserve();
         try {
-          return { acquired: true, value: await fn() };
+          const [row] = await conn`select pg_try_advisory_lock(${key.toString()}::bigint) as ok`;
+          if (row.ok) {
+            try {
+              return { acquired: true, value: await fn() };
+            } finally {
+              await conn`select pg_advisory_unlock(${key.toString()}::bigint)`.catch(() => {});
+            }
+          }
         } finally {
-          await conn`select pg_advisory_unlock(${key.toString()}::bigint)`.catch(() => {});
+          conn.release();
         }
-      } finally {
-        conn.release();
+        if (!wait || Date.now() > deadline || signal?.aborted) return { acquired: false };
+        await sleep(LOCK_POLL_MS, undefined, { signal }).catch(() => {});
       }
     },
     async advisoryLocksHeld(keys) {
@@ -201,10 +205,10 @@ async function createPglite(location: string): Promise<DbHandle> {
     kind: 'pglite',
     poolMax: 1,
     rows: <T>(query: SQL, on: DbOrTx = db) => rows<T>(on, query),
-    async withAdvisoryLock(key, fn, { wait = false, timeoutMs = 30_000 } = {}) {
+    async withAdvisoryLock(key, fn, { wait = false, timeoutMs = 30_000, signal } = {}) {
       const deadline = Date.now() + timeoutMs;
       while (held.has(key)) {
-        if (!wait || Date.now() > deadline) return { acquired: false };
+        if (!wait || Date.now() > deadline || signal?.aborted) return { acquired: false };
         await new Promise((r) => setTimeout(r, 50));
       }
       held.add(key);
@@ -229,6 +233,9 @@ async function createPglite(location: string): Promise<DbHandle> {
     },
   };
 }
+
+/** How often a waiter tries an advisory lock another session holds. */
+const LOCK_POLL_MS = 250;
 
 /** Stable 63-bit advisory-lock key for a name (FNV-1a, folded into the signed bigint range). */
 export function lockKey(name: string): bigint {

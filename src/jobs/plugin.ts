@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin';
 import cron, { type ScheduledTask } from 'node-cron';
-import { eq, and, lt, sql } from 'drizzle-orm';
+import { eq, and, desc, isNull, lt, sql } from 'drizzle-orm';
+import { AppError, unavailable } from '../errors.js';
 import { jobRuns } from '../../drizzle/index.js';
 import { jobLockKey, jobStatuses } from './runs.js';
 import type { JobDefinition, JobDeps, JobOutcome, JobStatus } from './types.js';
@@ -9,7 +10,10 @@ declare module 'fastify' {
   interface FastifyInstance {
     jobs: {
       names(): string[];
-      /** Runs a job now (waits for another instance's run to finish first) and records it in job_runs. */
+      /**
+       * Runs a job now (waits, holding no connection, up to 120 s for another instance's run to finish first)
+       * and records it in job_runs. 409 JOB_RUNNING when this instance already runs or waits to run it.
+       */
       run(name: string): Promise<JobOutcome>;
       /** What a run gets (tests call domain functions with it). */
       deps(): JobDeps;
@@ -40,6 +44,8 @@ export const jobsPlugin = fp<JobsOptions>(
     const defs = new Map(opts.definitions.map((d) => [d.name, d]));
     const running = new Set<Promise<unknown>>();
     const tasks = new Map<string, ScheduledTask>();
+    /** Runs of this instance, waiting for the lock or running, by job name. */
+    const active = new Map<string, { since: Date; startedAt?: Date }>();
     let closing = false;
 
     // Without a cross-instance source, the market rooms this instance's sockets joined.
@@ -65,12 +71,51 @@ export const jobsPlugin = fp<JobsOptions>(
       trigger,
     });
 
+    /** The start of the run in progress: this instance's, else the newest unfinished row of job_runs. */
+    async function inProgressSince(name: string): Promise<Date> {
+      const mine = active.get(name);
+      if (mine?.startedAt) return mine.startedAt;
+      const [row] = await app.db
+        .select({ startedAt: jobRuns.startedAt })
+        .from(jobRuns)
+        .where(and(eq(jobRuns.name, name), isNull(jobRuns.finishedAt)))
+        .orderBy(desc(jobRuns.startedAt))
+        .limit(1);
+      return row?.startedAt ?? mine?.since ?? app.clock();
+    }
+
+    const jobRunning = async (name: string) =>
+      new AppError(409, 'JOB_RUNNING', `${name} is running (started ${(await inProgressSince(name)).toISOString()}); try again later`);
+
     async function execute(def: JobDefinition, wait: boolean): Promise<JobOutcome | undefined> {
       const log = app.log.child({ job: def.name });
-      const locked = await app.dbh.withAdvisoryLock(
+      // docs/decisions.md §9: one run (waiting or running) per job on this instance.
+      const entry: { since: Date; startedAt?: Date } = { since: app.clock() };
+      active.set(def.name, entry);
+      let locked;
+      try {
+        locked = await runLocked(def, wait, entry, log);
+      } finally {
+        active.delete(def.name);
+      }
+      if (!locked.acquired) {
+        if (wait && shutdown.signal.aborted) throw unavailable('The service is shutting down; run the job again on another instance');
+        if (wait) throw await jobRunning(def.name);
+        log.debug('skipped: another instance holds the lock');
+        return undefined;
+      }
+      if (wait && shutdown.signal.aborted && !locked.value.ok) {
+        throw unavailable('The run was aborted: the service is shutting down');
+      }
+      return locked.value;
+    }
+
+    function runLocked(def: JobDefinition, wait: boolean, entry: { startedAt?: Date }, log: typeof app.log) {
+      return app.dbh.withAdvisoryLock(
         jobLockKey(def.name),
         async () => {
           const started = app.clock();
+          entry.startedAt = started;
           const [row] = await app.db
             .insert(jobRuns)
             .values({ name: def.name, instanceId: app.instanceId, startedAt: started })
@@ -102,14 +147,8 @@ export const jobsPlugin = fp<JobsOptions>(
             .where(and(eq(jobRuns.name, def.name), lt(jobRuns.startedAt, sql`now() - make_interval(days => ${RETENTION_DAYS})`)));
           return outcome;
         },
-        { wait, timeoutMs: 120_000 },
+        { wait, timeoutMs: 120_000, signal: shutdown.signal },
       );
-      if (!locked.acquired) {
-        if (wait) throw new Error(`${def.name} is still running elsewhere; try again later`);
-        log.debug('skipped: another instance holds the lock');
-        return undefined;
-      }
-      return locked.value;
     }
 
     function track<T>(p: Promise<T>): Promise<T> {
@@ -124,6 +163,7 @@ export const jobsPlugin = fp<JobsOptions>(
       async run(name: string) {
         const def = defs.get(name);
         if (!def) throw new Error(`unknown job ${name}`);
+        if (active.has(name)) throw await jobRunning(name);
         const outcome = await track(execute(def, true));
         return outcome!;
       },
@@ -144,7 +184,7 @@ export const jobsPlugin = fp<JobsOptions>(
       app.addHook('onReady', async () => {
         for (const def of defs.values()) {
           const tick = () => {
-            if (closing) return;
+            if (closing || active.has(def.name)) return;
             track(execute(def, false)).catch((err) => app.log.error({ err, job: def.name }, 'job crashed'));
           };
           tasks.set(def.name, cron.schedule(def.schedule, tick, { name: def.name, noOverlap: true }));

@@ -77,9 +77,13 @@ export const jobRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['internal'],
         summary: 'Run a background job now and return its outcome',
         description:
-          'Answers 200 whether the job succeeded or not (`ok: false` and `error` when it failed). Waits while another instance runs the same job.',
+          'Answers 200 whether the job succeeded or not (`ok: false` and `error` when it failed). While another instance runs ' +
+          'the same job, waits for that run to end (up to 120 s, then 409 JOB_RUNNING) without holding a database connection, ' +
+          'then runs it. A second call for the same job on this instance while one waits or runs there (a scheduled run ' +
+          'included) answers 409 JOB_RUNNING at once; `detail` gives the ISO 8601 start of the run in progress. A run ' +
+          'aborted by shutdown answers 503 UNAVAILABLE (docs/decisions.md §9).',
         params: JobNameParamsSchema,
-        response: { 200: JobOutcomeSchema, ...problemResponses(401, 404) },
+        response: { 200: JobOutcomeSchema, ...problemResponses(401, 404, 409, 503) },
       },
     },
     async (request) => {
