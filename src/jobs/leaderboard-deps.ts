@@ -8,6 +8,7 @@ export function leaderboardDeps(deps: JobDeps) {
     publish: deps.publish,
     clock: deps.clock,
     api: deps.venues.data,
+    signal: deps.signal,
   };
 }
 

@@ -4,6 +4,7 @@ import { eq, and, desc, isNull, lt, sql } from 'drizzle-orm';
 import { AppError, unavailable } from '../errors.js';
 import { jobRuns } from '../../drizzle/index.js';
 import { jobLockKey, jobStatuses } from './runs.js';
+import { withSignal } from '../venues/clients.js';
 import type { JobDefinition, JobDeps, JobOutcome, JobStatus } from './types.js';
 
 declare module 'fastify' {
@@ -47,6 +48,9 @@ export const jobsPlugin = fp<JobsOptions>(
     /** Runs of this instance, waiting for the lock or running, by job name. */
     const active = new Map<string, { since: Date; startedAt?: Date }>();
     let closing = false;
+    // docs/decisions.md §9: SIGTERM aborts running jobs (their venue calls are cancelled).
+    const shutdown = new AbortController();
+    const venues = withSignal(app.venues, shutdown.signal);
 
     // Without a cross-instance source, the market rooms this instance's sockets joined.
     const localSubscriptions = async (): Promise<string[]> => {
@@ -66,7 +70,8 @@ export const jobsPlugin = fp<JobsOptions>(
       redis: app.redisClient,
       dataChanged: (topic) => app.signals.emit('dataChanged', topic),
       delivery: app.delivery,
-      venues: app.venues,
+      venues,
+      signal: shutdown.signal,
       subscribedMarketIds: opts.subscribedMarketIds ?? localSubscriptions,
       trigger,
     });
@@ -126,7 +131,8 @@ export const jobsPlugin = fp<JobsOptions>(
             outcome = { name: def.name, ok: true, startedAt: started.toISOString(), finishedAt: app.clock().toISOString(), items };
             log.info({ items, ms: Date.now() - started.getTime() }, 'job finished');
           } catch (err) {
-            const message = err instanceof Error ? err.message : String(err);
+            const aborted = shutdown.signal.aborted;
+            const message = aborted ? 'aborted: the service is shutting down' : err instanceof Error ? err.message : String(err);
             outcome = {
               name: def.name,
               ok: false,
@@ -135,7 +141,8 @@ export const jobsPlugin = fp<JobsOptions>(
               items: 0,
               error: message.slice(0, 500),
             };
-            log.error({ err }, 'job failed');
+            if (aborted) log.warn('job aborted by shutdown');
+            else log.error({ err }, 'job failed');
           }
           opts.onJobFinished?.(outcome);
           await app.db
@@ -196,6 +203,7 @@ export const jobsPlugin = fp<JobsOptions>(
     app.addHook('preClose', async () => {
       closing = true;
       for (const t of tasks.values()) await t.destroy();
+      shutdown.abort(new Error('aborted: the service is shutting down'));
     });
     app.addHook('onClose', async () => {
       await Promise.allSettled([...running]);

@@ -31,6 +31,11 @@ export interface JobDeps {
    * §11.2, price tracking). Default: this instance's Socket.IO rooms.
    */
   subscribedMarketIds?: () => Promise<string[]>;
+  /**
+   * Aborted when the service shuts down (docs/decisions.md §9): `venues` carry it on every
+   * request, and long loops check it, so a run ends within SHUTDOWN_TIMEOUT_MS whatever it waits on.
+   */
+  signal: AbortSignal;
   /** `manual` for the run-now endpoint and app.jobs.run (events-sync then does a full reconcile). */
   trigger: 'schedule' | 'manual';
 }

@@ -62,6 +62,11 @@ export interface RequestOptions {
   isThrottleBody?: (body: unknown) => boolean;
   /** Names the upstream API in metrics; by default the metrics plugin names it from the configured base URLs. */
   api?: string;
+  /**
+   * Cancels the request, its limiter wait and its backoff (a job's run at shutdown,
+   * docs/decisions.md §9): requestJson then rejects with the signal's reason, never retries.
+   */
+  signal?: AbortSignal;
 }
 
 /** Grants permission for one request; resolves when the caller may send it. */
@@ -107,10 +112,13 @@ export async function requestJson<T = unknown>(url: string, opts: RequestOptions
   let lastError: UpstreamError | undefined;
   for (let attempt = 1; attempt <= o.attempts; attempt++) {
     let wait: number | undefined;
-    if (o.limiter) await o.limiter.acquire();
+    o.signal?.throwIfAborted();
+    if (o.limiter) await abortable(o.limiter.acquire(), o.signal);
     const t0 = performance.now();
     try {
-      const res = await doFetch(url, { method: o.method ?? 'GET', headers, body, signal: AbortSignal.timeout(o.timeoutMs) });
+      const timeout = AbortSignal.timeout(o.timeoutMs);
+      const signal = o.signal ? AbortSignal.any([o.signal, timeout]) : timeout;
+      const res = await doFetch(url, { method: o.method ?? 'GET', headers, body, signal });
       const text = await res.text();
       if (upstreamChannel.hasSubscribers) {
         upstreamChannel.publish({
@@ -148,6 +156,7 @@ export async function requestJson<T = unknown>(url: string, opts: RequestOptions
         wait = retryAfterMs(res.headers.get('retry-after'));
       }
     } catch (err) {
+      if (o.signal?.aborted) throw abortReason(o.signal);
       if (err instanceof UpstreamError) {
         if (err !== lastError || !isRetryable(err, o.retryOn)) throw err;
       } else {
@@ -165,10 +174,38 @@ export async function requestJson<T = unknown>(url: string, opts: RequestOptions
     }
     if (attempt < o.attempts) {
       const backoff = Math.min(o.maxBackoffMs, o.backoffMs * 2 ** (attempt - 1));
-      await sleep(Math.min(o.maxBackoffMs, wait ?? backoff * (0.5 + Math.random() / 2)));
+      await sleep(Math.min(o.maxBackoffMs, wait ?? backoff * (0.5 + Math.random() / 2)), undefined, { signal: o.signal }).catch((err) => {
+        throw o.signal?.aborted ? abortReason(o.signal) : err;
+      });
     }
   }
   throw lastError!;
+}
+
+/** The error an aborted signal carries (its reason when that is an Error). */
+export function abortReason(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason : new Error('aborted');
+}
+
+/** `p`, or the signal's reason as soon as it aborts (the wait is abandoned, not the work behind it). */
+export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortReason(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
 }
 
 function isRetryable(err: UpstreamError, extra: number[] = []): boolean {

@@ -105,6 +105,16 @@ export function withPriorityShare(client: VenueClient, name: string, share: numb
   return { ...client, http: { ...client.http, limiter: client.limiter.lane(name, share) } };
 }
 
+/**
+ * The same clients (same limiters, so the same budgets) with `signal` on every
+ * request: a job's venue calls are cancelled when its run is aborted
+ * (docs/decisions.md §9, shutdown).
+ */
+export function withSignal(clients: VenueClients, signal: AbortSignal): VenueClients {
+  const bind = (c: VenueClient): VenueClient => ({ ...c, http: { ...c.http, signal } });
+  return { gamma: bind(clients.gamma), clob: bind(clients.clob), kalshi: bind(clients.kalshi), data: bind(clients.data) };
+}
+
 /** GET `path` with `query` through the client's limiter and retry policy. */
 export function venueGet(
   client: Pick<VenueClient, 'baseUrl' | 'http'>,

@@ -216,6 +216,8 @@ export async function enrichLeaderboard(
   let deferred = 0;
   let lastError: string | undefined;
   for (let i = 0; i < candidates.length; i += batchSize) {
+    // Shutdown: stop between batches; every batch written so far stays, the next run carries on.
+    deps.signal?.throwIfAborted();
     const slice = candidates.slice(i, i + batchSize);
     const results = await mapLimit(slice, concurrency, async (candidate): Promise<Enriched | undefined> => {
       if (Date.now() > deadline) {

@@ -22,6 +22,8 @@ export interface LeaderboardDeps {
   publish: PublishFn;
   clock: () => Date;
   api: DataApi;
+  /** A job's abort signal (docs/decisions.md §9): long loops stop between batches. */
+  signal?: AbortSignal;
 }
 
 /** How long a replaced snapshot is kept so cursors issued on it can finish their walk. */
