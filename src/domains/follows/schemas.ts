@@ -13,15 +13,10 @@ export const FollowParamsSchema = z.object({
 
 export const TraderSearchQuerySchema = z
   .object({
-    q: z
-      .string()
-      .trim()
-      .min(2)
-      .max(100)
-      .meta({
-        description: 'A name prefix or an address (0x + 40 hex: an account wallet or its signer address), 2–100 characters',
-        example: '00grin',
-      }),
+    q: z.string().trim().min(2).max(100).meta({
+      description: 'A name prefix or an address (0x + 40 hex: an account wallet or its signer address), 2–100 characters',
+      example: '00grin',
+    }),
   })
   .strict();
 

@@ -1,5 +1,5 @@
-import { and, asc, eq, gt, inArray, lte, sql } from 'drizzle-orm';
-import { notificationCounters, userStreamEvents, userStreamHeads } from '../../../drizzle/index.js';
+import { and, asc, eq, gt, lte, sql } from 'drizzle-orm';
+import { userStreamEvents, userStreamHeads } from '../../../drizzle/index.js';
 import { rows, type DbOrTx } from '../../db/index.js';
 import type { PublishFn } from '../realtime/channels.js';
 import { userNotificationsChannel } from '../realtime/channels.js';
@@ -48,20 +48,27 @@ export async function appendStreamEvents(tx: DbOrTx, now: Date, changes: StreamC
   const perUser = new Map<string, number>();
   for (const c of changes) perUser.set(c.userId, (perUser.get(c.userId) ?? 0) + 1);
   const userIds = [...perUser.keys()].sort();
-  const heads = await tx
-    .insert(userStreamHeads)
-    .values(userIds.map((userId) => ({ userId, seq: perUser.get(userId)! })))
-    .onConflictDoUpdate({ target: userStreamHeads.userId, set: { seq: sql`${userStreamHeads.seq} + excluded.seq` } })
-    .returning({ userId: userStreamHeads.userId, seq: userStreamHeads.seq });
-  const counters = await tx
-    .select({ userId: notificationCounters.userId, unread: notificationCounters.unread })
-    .from(notificationCounters)
-    .where(inArray(notificationCounters.userId, userIds));
+  // One parameter per statement (jsonb_to_recordset): a fan-out appends thousands of events at once.
+  const heads = await rows<{ user_id: string; seq: number | string }>(
+    tx,
+    sql`
+    insert into user_stream_heads (user_id, seq)
+    select x.user_id, x.n from jsonb_to_recordset(${JSON.stringify(userIds.map((u) => ({ user_id: u, n: perUser.get(u)! })))}::jsonb)
+      as x(user_id uuid, n bigint)
+    order by x.user_id
+    on conflict (user_id) do update set seq = user_stream_heads.seq + excluded.seq
+    returning user_id, seq`,
+  );
+  const counters = await rows<{ user_id: string; unread: number }>(
+    tx,
+    sql`select user_id, unread from notification_counters
+        where user_id in (select (jsonb_array_elements_text(${JSON.stringify(userIds)}::jsonb))::uuid)`,
+  );
 
   // Walk each user's changes backwards from its new head and its unread count now.
-  const nextSeq = new Map(heads.map((h) => [h.userId, Number(h.seq)]));
+  const nextSeq = new Map(heads.map((h) => [h.user_id, Number(h.seq)]));
   const unread = new Map(userIds.map((u) => [u, 0]));
-  for (const c of counters) unread.set(c.userId, c.unread);
+  for (const c of counters) unread.set(c.user_id, Number(c.unread));
   const events = new Array<StreamEvent>(changes.length);
   for (let i = changes.length - 1; i >= 0; i--) {
     const c = changes[i];
@@ -71,9 +78,14 @@ export async function appendStreamEvents(tx: DbOrTx, now: Date, changes: StreamC
     unread.set(c.userId, unreadCount - (c.unreadDelta ?? 0));
     events[i] = { userId: c.userId, seq, event: c.event, payload: { ...c.body, seq, unreadCount } };
   }
-  await tx
-    .insert(userStreamEvents)
-    .values(events.map((e) => ({ userId: e.userId, seq: e.seq, event: e.event, payload: e.payload, createdAt: now })));
+  await rows(
+    tx,
+    sql`
+    insert into user_stream_events (user_id, seq, event, payload, created_at)
+    select x.user_id, x.seq, x.event, x.payload, ${now.toISOString()}::timestamptz
+    from json_to_recordset(${JSON.stringify(events.map((e) => ({ user_id: e.userId, seq: e.seq, event: e.event, payload: e.payload })))}::json)
+      as x(user_id uuid, seq bigint, event text, payload json)`,
+  );
   return events;
 }
 
