@@ -46,6 +46,19 @@ export function isUnavailableError(err: unknown): boolean {
  * text, numeric out of range, …) can only come from input the schemas let
  * through; it is the client's request that is wrong, so 400, never 500.
  */
+/**
+ * A foreign-key violation against `users` (23503, "… is not present in table "users""): a
+ * write on behalf of a user that no longer exists, whose signed token is still valid.
+ */
+export function isMissingUser(err: unknown): boolean {
+  return someCause(err, (e) => {
+    if (e.code !== '23503') return false;
+    const x = e as { detail?: unknown; table_name?: unknown; message?: unknown };
+    const text = `${typeof x.detail === 'string' ? x.detail : ''} ${typeof x.message === 'string' ? x.message : ''}`;
+    return /table "users"/.test(text);
+  });
+}
+
 export function isDataException(err: unknown): boolean {
   return someCause(err, ({ code }) => typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code));
 }
@@ -138,6 +151,10 @@ export const errorsPlugin = fp(
       }
       const client = fastifyClientError(fe);
       if (client) return sendProblem(reply, problem(client.status, client.code, client.detail));
+      if (isMissingUser(err)) {
+        // docs/decisions.md §3: a validly signed token whose user was deleted since.
+        return sendProblem(reply, problem(401, 'UNAUTHORIZED', 'The user of this access token no longer exists'));
+      }
       if (isDataException(err)) {
         request.log.info({ err }, 'database refused a value from the request');
         return sendProblem(reply, problem(400, 'VALIDATION_ERROR', 'The request contains a value that cannot be stored or searched'));
