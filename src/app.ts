@@ -6,7 +6,7 @@ import { serializerCompiler } from './lib/serializer.js';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import type { DbHandle } from './db/index.js';
-import { problem, unavailable } from './errors.js';
+import { AppError, problem, unavailable } from './errors.js';
 import { serializeError } from './lib/log-errors.js';
 import { lazyChildLogger, RequestLogController } from './lib/request-log.js';
 import { errorsPlugin, sendProblem } from './plugins/errors.js';
@@ -194,6 +194,19 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
       allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
       exposedHeaders: ['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-Request-Id'],
       maxAge: 600,
+    });
+  } else {
+    // No CORS: a browser's preflight gets a problem+json that says why and how to enable it,
+    // not a bare 404 (issue 35); any other OPTIONS request is unknown, as before.
+    app.options('/*', { config: { public: true }, schema: { hide: true } }, (request, reply) => {
+      if (request.headers.origin === undefined || request.headers['access-control-request-method'] === undefined) {
+        return reply.callNotFound();
+      }
+      throw new AppError(
+        403,
+        'ORIGIN_NOT_ALLOWED',
+        'CORS is not enabled on this service, so no browser page on another origin may call it. To enable it, set CORS_ORIGINS to a comma list of the allowed origins (e.g. CORS_ORIGINS=https://app.example.com,http://localhost:5173) and restart the service; see docs/configuration.md.',
+      );
     });
   }
 

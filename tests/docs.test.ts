@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { buildTestApp, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
@@ -57,6 +58,33 @@ describe('OpenAPI', () => {
     // No schema in components is left unreferenced.
     const text = JSON.stringify({ ...doc, components: { ...doc.components, schemas: {} } }) + JSON.stringify(doc.components.schemas);
     for (const name of Object.keys(doc.components.schemas)) expect(text).toContain(`"#/components/schemas/${name}"`);
+  });
+
+  it('has no placeholder examples and no undescribed response; every JSON success has an example its schema accepts', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/docs/json' });
+    expect(res.body).not.toContain('9007199254740991');
+    expect(res.body).not.toContain('Default Response');
+    const doc = res.json();
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+    ajv.addSchema({ ...doc, $id: 'https://docs.local/openapi.json' });
+    const pointer = (parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+    let checked = 0;
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(item)) {
+        for (const [status, response] of Object.entries(op.responses as Record<string, any>)) {
+          expect(response.description, `${method} ${path} ${status}`).toBeTruthy();
+          if (!status.startsWith('2')) continue;
+          for (const [type, media] of Object.entries((response.content ?? {}) as Record<string, any>)) {
+            expect(media.example, `${method} ${path} ${status} ${type}: example`).toBeDefined();
+            const ref = `https://docs.local/openapi.json#/${pointer(['paths', path, method, 'responses', status, 'content', type, 'schema'])}`;
+            const validate = ajv.compile({ $ref: ref });
+            expect(validate(media.example), `${method} ${path} ${status}: ${JSON.stringify(validate.errors)}`).toBe(true);
+            checked++;
+          }
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(40);
   });
 
   it('/docs renders the interactive reference without a token', async () => {

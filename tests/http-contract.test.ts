@@ -247,4 +247,24 @@ describe('headers', () => {
     });
     expect(bad.headers['access-control-allow-origin']).toBeUndefined();
   });
+
+  it('without CORS_ORIGINS, a preflight is a problem+json saying how to enable CORS; other OPTIONS stay 404', async () => {
+    const plain = await buildTestApp();
+    try {
+      const res = await plain.app.inject({
+        method: 'OPTIONS',
+        url: '/api/v1/events',
+        headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'GET' },
+      });
+      expect(res.statusCode).toBe(403);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.headers['access-control-allow-origin']).toBeUndefined();
+      expect(res.json()).toMatchObject({ status: 403, code: 'ORIGIN_NOT_ALLOWED', detail: expect.stringMatching(/set CORS_ORIGINS/) });
+      const other = await plain.app.inject({ method: 'OPTIONS', url: '/api/v1/events' });
+      expect(other.statusCode).toBe(404);
+      expect(other.json()).toMatchObject({ code: 'NOT_FOUND' });
+    } finally {
+      await plain.close();
+    }
+  });
 });

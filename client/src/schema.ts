@@ -1544,12 +1544,35 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: All the caller's price alerts, active and triggered, newest first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "alerts": [
+                     *         {
+                     *           "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *           "marketId": "pm-512357",
+                     *           "marketTitle": "Bitcoin above $100k on December 31?",
+                     *           "targetPrice": 0.62,
+                     *           "condition": "above",
+                     *           "side": "yes",
+                     *           "change": 0.62,
+                     *           "windowMinutes": 60,
+                     *           "repeat": true,
+                     *           "cooldownMinutes": 60,
+                     *           "triggerCount": 3,
+                     *           "active": true,
+                     *           "triggeredAt": "2026-11-26T21:00:00.000Z",
+                     *           "triggeredPrice": 0.62,
+                     *           "createdAt": "2026-11-26T21:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         alerts: components["schemas"]["PriceAlert"][];
                     };
@@ -1607,12 +1630,31 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: Create a price alert */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *       "marketId": "pm-512357",
+                     *       "marketTitle": "Bitcoin above $100k on December 31?",
+                     *       "targetPrice": 0.62,
+                     *       "condition": "above",
+                     *       "side": "yes",
+                     *       "change": 0.62,
+                     *       "windowMinutes": 60,
+                     *       "repeat": true,
+                     *       "cooldownMinutes": 60,
+                     *       "triggerCount": 3,
+                     *       "active": true,
+                     *       "triggeredAt": "2026-11-26T21:00:00.000Z",
+                     *       "triggeredPrice": 0.62,
+                     *       "createdAt": "2026-11-26T21:00:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["PriceAlert"];
                 };
             };
@@ -1697,12 +1739,31 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK: Update a price alert (partial) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *       "marketId": "pm-512357",
+                     *       "marketTitle": "Bitcoin above $100k on December 31?",
+                     *       "targetPrice": 0.62,
+                     *       "condition": "above",
+                     *       "side": "yes",
+                     *       "change": 0.62,
+                     *       "windowMinutes": 60,
+                     *       "repeat": true,
+                     *       "cooldownMinutes": 60,
+                     *       "triggerCount": 3,
+                     *       "active": true,
+                     *       "triggeredAt": "2026-11-26T21:00:00.000Z",
+                     *       "triggeredPrice": 0.62,
+                     *       "createdAt": "2026-11-26T21:00:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["PriceAlert"];
                 };
             };
@@ -1824,7 +1885,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: Redeem a beta access key */
             200: {
                 headers: {
                     /** @description Requests allowed in the window */
@@ -1836,6 +1897,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "betaAccess": true
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         betaAccess: true;
@@ -1925,7 +1991,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description Created: Sign in with an identity provider's access token */
             201: {
                 headers: {
                     /** @description Requests allowed in the window */
@@ -1937,6 +2003,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "accessToken": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjFjMmE5ZSJ9.c2lnbmF0dXJl",
+                     *       "user": {
+                     *         "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *         "walletAddress": "0x52908400098527886E0F7030069857D2E4169EE7",
+                     *         "chain": "solana",
+                     *         "username": "trader42",
+                     *         "avatarUrl": "https://api.dicebear.com/9.x/identicon/svg?seed=0x52908400098527886e0f7030069857d2e4169ee7"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @description HS256 JWT, 15 minutes */
                         accessToken: string;
@@ -2106,7 +2184,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: Rotate the refresh token and get a new access token */
             200: {
                 headers: {
                     /** @description Requests allowed in the window */
@@ -2118,6 +2196,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "accessToken": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjFjMmE5ZSJ9.c2lnbmF0dXJl",
+                     *       "refreshToken": "Yk3v0c1QmZ8n2sR5tW7xA9dF4hJ6kL1pN3qS5uV7wX0",
+                     *       "user": {
+                     *         "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *         "walletAddress": "0x52908400098527886E0F7030069857D2E4169EE7",
+                     *         "chain": "solana"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         accessToken: string;
                         /** @description The new refresh token, only when the token was presented in the body; a cookie refresh sets it as the cookie only */
@@ -2225,12 +2314,27 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: List the caller's sessions */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "sessions": [
+                     *         {
+                     *           "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *           "current": true,
+                     *           "createdAt": "2026-11-26T21:00:00.000Z",
+                     *           "lastUsedAt": "2026-11-26T21:00:00.000Z",
+                     *           "expiresAt": "2026-11-26T21:00:00.000Z",
+                     *           "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X)",
+                     *           "ip": "203.0.113.7"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         sessions: {
                             /**
@@ -2298,12 +2402,17 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: End every other session */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "revoked": 3
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: int64
@@ -2445,7 +2554,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description Created: Sign in with a Solana or EVM wallet signature */
             201: {
                 headers: {
                     /** @description Requests allowed in the window */
@@ -2457,6 +2566,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "accessToken": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzZjFjMmE5ZSJ9.c2lnbmF0dXJl",
+                     *       "user": {
+                     *         "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *         "walletAddress": "0x52908400098527886E0F7030069857D2E4169EE7",
+                     *         "chain": "solana",
+                     *         "username": "trader42",
+                     *         "avatarUrl": "https://api.dicebear.com/9.x/identicon/svg?seed=0x52908400098527886e0f7030069857d2e4169ee7"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @description HS256 JWT, 15 minutes */
                         accessToken: string;
@@ -2570,7 +2691,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description OK: Get a sign-in nonce and the message to sign */
             200: {
                 headers: {
                     /** @description Requests allowed in the window */
@@ -2582,6 +2703,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "nonce": "Yk3v0c1QmZ8n2sR5tW7xA9dF4hJ6kL1p",
+                     *       "expiresAt": "2026-11-26T21:00:00.000Z",
+                     *       "message": "Bitcoin above $100k on December 31? crossed 0.60 (Yes)."
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -2663,12 +2791,31 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Event groups from Polymarket and Kalshi, by total volume */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "syncedAt": "2026-11-26T21:00:00.000Z",
+                     *       "stale": false,
+                     *       "events": [
+                     *         {
+                     *           "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *           "slug": "bitcoin-above-100k-on-december-31",
+                     *           "title": "Bitcoin above $100k on December 31?",
+                     *           "category": "CRYPTO",
+                     *           "marketCount": 134,
+                     *           "totalVolume": 125000.5,
+                     *           "status": "active",
+                     *           "imageUrl": "https://api.dicebear.com/9.x/identicon/svg?seed=0x52908400098527886e0f7030069857d2e4169ee7"
+                     *         }
+                     *       ],
+                     *       "total": 134
+                     *     }
+                     */
                     "application/json": components["schemas"]["EventList"];
                 };
             };
@@ -2703,12 +2850,36 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: One event group with its markets */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "syncedAt": "2026-11-26T21:00:00.000Z",
+                     *       "stale": false,
+                     *       "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *       "slug": "bitcoin-above-100k-on-december-31",
+                     *       "title": "Bitcoin above $100k on December 31?",
+                     *       "category": "CRYPTO",
+                     *       "totalVolume": 125000.5,
+                     *       "status": "active",
+                     *       "description": "Resolves Yes if the Coinbase BTC-USD price is above $100,000 at 23:59 UTC on December 31.",
+                     *       "markets": [
+                     *         {
+                     *           "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *           "title": "Bitcoin above $100k on December 31?",
+                     *           "outcome": "Yes",
+                     *           "yesPrice": 0.62,
+                     *           "volume": 125000.5,
+                     *           "status": "active",
+                     *           "priceUpdatedAt": "2026-11-26T21:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["EventDetail"];
                 };
             };
@@ -2756,12 +2927,30 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Price history of the group’s top markets, for a multi-line chart */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "syncedAt": "2026-11-26T21:00:00.000Z",
+                     *       "stale": false,
+                     *       "outcomes": [
+                     *         {
+                     *           "marketId": "pm-512357",
+                     *           "title": "Bitcoin above $100k on December 31?",
+                     *           "dataPoints": [
+                     *             {
+                     *               "timestamp": "2026-11-26T21:00:00.000Z",
+                     *               "price": 0.62
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["EventChart"];
                 };
             };
@@ -2803,12 +2992,25 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: The caller's followed traders, most recently followed first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "traders": [
+                     *         {
+                     *           "walletAddress": "0x51698a47f840a242abc2ca0351371c7ffac41842",
+                     *           "displayName": "00gringo00",
+                     *           "avatarUrl": null,
+                     *           "followedAt": "2026-11-26T21:30:00.000Z",
+                     *           "lastTradeAt": "2026-11-26T21:41:17.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["FollowList"];
                 };
             };
@@ -2844,21 +3046,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Follow a trader */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "walletAddress": "0x51698a47f840a242abc2ca0351371c7ffac41842",
+                     *       "followedAt": "2026-11-26T21:30:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Follow"];
                 };
             };
-            /** @description Default Response */
+            /** @description Created: Follow a trader */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "walletAddress": "0x51698a47f840a242abc2ca0351371c7ffac41842",
+                     *       "followedAt": "2026-11-26T21:30:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Follow"];
                 };
             };
@@ -2974,12 +3188,20 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: Mint beta keys while the service runs */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         "BETA-7Q2M-K9XD-4TPL"
+                     *       ],
+                     *       "uses": 12
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreatedBetaKeys"];
                 };
             };
@@ -3026,12 +3248,37 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Delivery ledger rows by status (dead letters by default) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "deliveries": [
+                     *         {
+                     *           "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *           "notificationId": "3f1c2a9e-8b7d-4e6f-9a1b-2c3d4e5f6a7b",
+                     *           "userId": "3f1c2a9e-8b7d-4e6f-9a1b-2c3d4e5f6a7b",
+                     *           "channel": "push",
+                     *           "target": {
+                     *             "kind": "device",
+                     *             "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30"
+                     *           },
+                     *           "status": "pending",
+                     *           "attempts": 3,
+                     *           "lastError": "HTTP 503 from the venue after 4 attempts",
+                     *           "updatedAt": "2026-11-26T21:00:00.000Z",
+                     *           "heldAt": "2026-11-26T21:00:00.000Z",
+                     *           "digest": {
+                     *             "count": 3
+                     *           }
+                     *         }
+                     *       ],
+                     *       "nextCursor": "eyJrIjpbIjIwMjYtMTEtMjYiLCIzZjFjIl19.aG1hYw"
+                     *     }
+                     */
                     "application/json": {
                         deliveries: components["schemas"]["Delivery"][];
                         /** @description null on the last page */
@@ -3079,12 +3326,32 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description Accepted: Re-queue a dead letter */
             202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *       "notificationId": "3f1c2a9e-8b7d-4e6f-9a1b-2c3d4e5f6a7b",
+                     *       "userId": "3f1c2a9e-8b7d-4e6f-9a1b-2c3d4e5f6a7b",
+                     *       "channel": "push",
+                     *       "target": {
+                     *         "kind": "device",
+                     *         "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30"
+                     *       },
+                     *       "status": "pending",
+                     *       "attempts": 3,
+                     *       "lastError": "HTTP 503 from the venue after 4 attempts",
+                     *       "updatedAt": "2026-11-26T21:00:00.000Z",
+                     *       "heldAt": "2026-11-26T21:00:00.000Z",
+                     *       "digest": {
+                     *         "count": 3
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Delivery"];
                 };
             };
@@ -3151,12 +3418,22 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK: Lift a channel pause (push pauses on Expo InvalidCredentials) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "channel": "push",
+                     *       "paused": false,
+                     *       "pausedReason": "HTTP 503 from the venue after 4 attempts",
+                     *       "pending": 12,
+                     *       "failed": 12,
+                     *       "held": 12
+                     *     }
+                     */
                     "application/json": components["schemas"]["DeliveryChannelSummary"];
                 };
             };
@@ -3207,12 +3484,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Per channel: paused or not (and why), pending and failed rows */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "channels": [
+                     *         {
+                     *           "channel": "push",
+                     *           "paused": false,
+                     *           "pausedReason": "HTTP 503 from the venue after 4 attempts",
+                     *           "pending": 12,
+                     *           "failed": 12,
+                     *           "held": 12
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         channels: components["schemas"]["DeliveryChannelSummary"][];
                     };
@@ -3247,12 +3538,31 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Every job: its last finished run, last success, next scheduled run and whether it runs now */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "jobs": [
+                     *         {
+                     *           "name": "price-sync",
+                     *           "schedule": "*\/5 * * * *",
+                     *           "running": true,
+                     *           "runningSince": "2026-11-26T21:00:00.000Z",
+                     *           "nextRunAt": "2026-11-26T21:00:00.000Z",
+                     *           "lastSuccessAt": "2026-11-26T21:00:00.000Z",
+                     *           "ok": true,
+                     *           "startedAt": "2026-11-26T21:00:00.000Z",
+                     *           "finishedAt": "2026-11-26T21:00:00.000Z",
+                     *           "items": 12,
+                     *           "error": "HTTP 503 from the venue after 4 attempts"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         jobs: components["schemas"]["JobStatus"][];
                     };
@@ -3290,12 +3600,22 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Run a background job now and return its outcome */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "price-sync",
+                     *       "ok": true,
+                     *       "startedAt": "2026-11-26T21:00:00.000Z",
+                     *       "finishedAt": "2026-11-26T21:00:00.000Z",
+                     *       "items": 12,
+                     *       "error": "HTTP 503 from the venue after 4 attempts"
+                     *     }
+                     */
                     "application/json": components["schemas"]["JobOutcome"];
                 };
             };
@@ -3369,12 +3689,29 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Recent runs of one job, newest first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "price-sync",
+                     *       "runs": [
+                     *         {
+                     *           "id": 1042,
+                     *           "name": "price-sync",
+                     *           "instanceId": "3f1c2a9e-8b7d-4e6f-9a1b-2c3d4e5f6a7b",
+                     *           "state": "running",
+                     *           "startedAt": "2026-11-26T21:00:00.000Z",
+                     *           "finishedAt": "2026-11-26T21:00:00.000Z",
+                     *           "items": 12,
+                     *           "error": "HTTP 503 from the venue after 4 attempts"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         name: string;
                         runs: components["schemas"]["JobRun"][];
@@ -3446,12 +3783,25 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: Raise a notification for a user (trading, copy-trading, missions services) */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *       "type": "order_filled",
+                     *       "title": "Bitcoin above $100k on December 31?",
+                     *       "message": "Bitcoin above $100k on December 31? crossed 0.60 (Yes).",
+                     *       "read": false,
+                     *       "data": {
+                     *         "key": null
+                     *       },
+                     *       "createdAt": "2026-11-26T21:00:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Notification"];
                 };
             };
@@ -3511,12 +3861,43 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Ranked traders of one board, keyset-paginated */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "traders": [
+                     *         {
+                     *           "rank": 7,
+                     *           "walletAddress": "0x52908400098527886E0F7030069857D2E4169EE7",
+                     *           "displayName": "trader42",
+                     *           "avatarUrl": "https://api.dicebear.com/9.x/identicon/svg?seed=0x52908400098527886e0f7030069857d2e4169ee7",
+                     *           "isKol": true,
+                     *           "pnl": 125000.5,
+                     *           "roi": 0.18,
+                     *           "winRate": 0.62,
+                     *           "volume": 125000.5,
+                     *           "tradeCount": 12,
+                     *           "wins": 12,
+                     *           "losses": 12,
+                     *           "bestTrade": 125000.5,
+                     *           "sharpeRatio": 0.18,
+                     *           "avgEntry": 1.5,
+                     *           "avgTrade": 125000.5,
+                     *           "sparkline": [
+                     *             1.5
+                     *           ],
+                     *           "rankChange": 3
+                     *         }
+                     *       ],
+                     *       "nextCursor": "eyJrIjpbIjIwMjYtMTEtMjYiLCIzZjFjIl19.aG1hYw",
+                     *       "syncedAt": "2026-11-26T21:00:00.000Z",
+                     *       "stale": false
+                     *     }
+                     */
                     "application/json": {
                         nextCursor: string | null;
                         /** @description True when `syncedAt` is older than 30 minutes, the latest leaderboard-sync failed, or there was no sync yet */
@@ -3569,12 +3950,47 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Profile of any EVM wallet address */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "walletAddress": "0x52908400098527886E0F7030069857D2E4169EE7",
+                     *       "displayName": "trader42",
+                     *       "totalPnl": 125000.5,
+                     *       "roi": 0.18,
+                     *       "winRate": 0.62,
+                     *       "totalTrades": 12,
+                     *       "topPositions": [
+                     *         {
+                     *           "marketId": "pm-512357",
+                     *           "marketTitle": "Bitcoin above $100k on December 31?",
+                     *           "outcome": "Yes",
+                     *           "size": 125000.5,
+                     *           "avgPrice": 0.62,
+                     *           "currentPrice": 0.62,
+                     *           "value": 125000.5,
+                     *           "pnl": 125000.5
+                     *         }
+                     *       ],
+                     *       "recentTrades": [
+                     *         {
+                     *           "marketId": "pm-512357",
+                     *           "marketTitle": "Bitcoin above $100k on December 31?",
+                     *           "side": "yes",
+                     *           "outcome": "Yes",
+                     *           "price": 0.62,
+                     *           "size": 125000.5,
+                     *           "timestamp": "2026-11-26T21:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "syncedAt": "2026-11-26T21:00:00.000Z",
+                     *       "stale": false
+                     *     }
+                     */
                     "application/json": components["schemas"]["TraderProfile"];
                 };
             };
@@ -3639,12 +4055,41 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: A trader's rank, PnL and volume over time on one board */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "walletAddress": "0x52908400098527886E0F7030069857D2E4169EE7",
+                     *       "points": [
+                     *         {
+                     *           "at": "2026-11-26T21:00:00.000Z",
+                     *           "rank": 7,
+                     *           "pnl": 125000.5,
+                     *           "volume": 125000.5
+                     *         }
+                     *       ],
+                     *       "changes": {
+                     *         "1d": {
+                     *           "rank": 7,
+                     *           "pnl": 125000.5
+                     *         },
+                     *         "7d": {
+                     *           "rank": 7,
+                     *           "pnl": 125000.5
+                     *         },
+                     *         "30d": {
+                     *           "rank": 7,
+                     *           "pnl": 125000.5
+                     *         }
+                     *       },
+                     *       "syncedAt": "2026-11-26T21:00:00.000Z",
+                     *       "stale": false
+                     *     }
+                     */
                     "application/json": components["schemas"]["TraderHistory"];
                 };
             };
@@ -3689,12 +4134,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Largest realized wins of ranked traders within a period */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "walletAddress": "0x52908400098527886E0F7030069857D2E4169EE7",
+                     *         "displayName": "trader42",
+                     *         "marketTitle": "Bitcoin above $100k on December 31?",
+                     *         "pnl": 125000.5,
+                     *         "side": "yes",
+                     *         "entryPrice": 0.62,
+                     *         "exitPrice": 0.62,
+                     *         "resolvedAt": "2026-11-26T21:00:00.000Z"
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["BiggestWin"][];
                 };
             };
@@ -3736,12 +4195,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: The caller's Telegram link */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "linked": true,
+                     *       "walletType": "connected",
+                     *       "connectedAt": "2026-11-26T21:00:00.000Z",
+                     *       "lastCommandAt": "2026-11-26T21:00:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["MessengerLinkStatus"];
                 };
             };
@@ -3774,7 +4241,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Created: Issue a one-time Telegram link code and deep link */
             201: {
                 headers: {
                     /** @description Requests allowed in the window */
@@ -3786,6 +4253,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "Yk3v0c1QmZ8n2sR5tW7xA9dF4hJ6kL1p",
+                     *       "deepLink": "https://t.me/predict_bot?start=Yk3v0c1QmZ8n2sR5tW7xA9dF4hJ6kL1pN3qS5uV7wX",
+                     *       "expiresAt": "2026-11-26T21:00:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["MessengerLinkCode"];
                 };
             };
@@ -3909,12 +4383,17 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK: Telegram Bot API webhook */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "ok": true
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         ok: true;
@@ -3994,12 +4473,32 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: The caller's notifications, newest first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "notifications": [
+                     *         {
+                     *           "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *           "type": "order_filled",
+                     *           "title": "Bitcoin above $100k on December 31?",
+                     *           "message": "Bitcoin above $100k on December 31? crossed 0.60 (Yes).",
+                     *           "read": false,
+                     *           "data": {
+                     *             "key": null
+                     *           },
+                     *           "createdAt": "2026-11-26T21:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "unreadCount": 3,
+                     *       "seq": 42,
+                     *       "nextCursor": "eyJrIjpbIjIwMjYtMTEtMjYiLCIzZjFjIl19.aG1hYw"
+                     *     }
+                     */
                     "application/json": {
                         /** @description null on the last page */
                         nextCursor: string | null;
@@ -4113,12 +4612,25 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Mark one notification read */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *       "type": "order_filled",
+                     *       "title": "Bitcoin above $100k on December 31?",
+                     *       "message": "Bitcoin above $100k on December 31? crossed 0.60 (Yes).",
+                     *       "read": false,
+                     *       "data": {
+                     *         "key": null
+                     *       },
+                     *       "createdAt": "2026-11-26T21:00:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Notification"];
                 };
             };
@@ -4169,12 +4681,17 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Mark all the caller's notifications read */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "updated": 3
+                     *     }
+                     */
                     "application/json": {
                         /** Format: int64 */
                         updated: number;
@@ -4219,12 +4736,37 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: The caller's push preferences */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "enabled": true,
+                     *       "types": {
+                     *         "order_filled": true,
+                     *         "position_resolved": true,
+                     *         "copy_trade_executed": true,
+                     *         "price_alert_triggered": true,
+                     *         "mission_completed": true,
+                     *         "market_resolved": true,
+                     *         "market_closing_soon": true,
+                     *         "market_moved": true,
+                     *         "new_market": true,
+                     *         "trader_trade": true
+                     *       },
+                     *       "quietHours": {
+                     *         "start": "22:00",
+                     *         "end": "07:00",
+                     *         "timezone": "Europe/Berlin"
+                     *       },
+                     *       "urgentTypes": [
+                     *         "order_filled"
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PushPreferences"];
                 };
             };
@@ -4295,12 +4837,37 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK: Update push preferences (merged) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "enabled": true,
+                     *       "types": {
+                     *         "order_filled": true,
+                     *         "position_resolved": true,
+                     *         "copy_trade_executed": true,
+                     *         "price_alert_triggered": true,
+                     *         "mission_completed": true,
+                     *         "market_resolved": true,
+                     *         "market_closing_soon": true,
+                     *         "market_moved": true,
+                     *         "new_market": true,
+                     *         "trader_trade": true
+                     *       },
+                     *       "quietHours": {
+                     *         "start": "22:00",
+                     *         "end": "07:00",
+                     *         "timezone": "Europe/Berlin"
+                     *       },
+                     *       "urgentTypes": [
+                     *         "order_filled"
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PushPreferences"];
                 };
             };
@@ -4351,12 +4918,17 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: Register a device for push notifications */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "message": "Bitcoin above $100k on December 31? crossed 0.60 (Yes)."
+                     *     }
+                     */
                     "application/json": {
                         message: string;
                     };
@@ -4416,12 +4988,17 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK: Unregister a device */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "message": "Bitcoin above $100k on December 31? crossed 0.60 (Yes)."
+                     *     }
+                     */
                     "application/json": {
                         message: string;
                     };
@@ -4468,12 +5045,32 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Find a trader by name or address */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "traders": [
+                     *         {
+                     *           "walletAddress": "0x51698a47f840a242abc2ca0351371c7ffac41842",
+                     *           "displayName": "00gringo00",
+                     *           "avatarUrl": null,
+                     *           "isKol": false,
+                     *           "rank": 1
+                     *         },
+                     *         {
+                     *           "walletAddress": "0x322f041810cee536293dcb4c99fc23b3a766940a",
+                     *           "displayName": "00grinder",
+                     *           "avatarUrl": "https://example.com/profile.png",
+                     *           "isKol": false,
+                     *           "rank": null
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["TraderSearchResult"];
                 };
             };
@@ -4506,12 +5103,29 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: The caller’s watched event groups, most recently watched first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "events": [
+                     *         {
+                     *           "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *           "slug": "bitcoin-above-100k-on-december-31",
+                     *           "title": "Bitcoin above $100k on December 31?",
+                     *           "category": "CRYPTO",
+                     *           "marketCount": 134,
+                     *           "totalVolume": 125000.5,
+                     *           "status": "active",
+                     *           "imageUrl": "https://api.dicebear.com/9.x/identicon/svg?seed=0x52908400098527886e0f7030069857d2e4169ee7",
+                     *           "watchedAt": "2026-11-26T21:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Watchlist"];
                 };
             };
@@ -4546,21 +5160,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: Watch an event group */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "slug": "fed-decision-in-december",
+                     *       "watchedAt": "2026-11-26T21:40:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Watch"];
                 };
             };
-            /** @description Default Response */
+            /** @description Created: Watch an event group */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "slug": "fed-decision-in-december",
+                     *       "watchedAt": "2026-11-26T21:40:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Watch"];
                 };
             };
@@ -4667,12 +5293,17 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: The process is up */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         status: "ok";
@@ -4699,12 +5330,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: The database (and Redis, when configured) answer */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok",
+                     *       "checks": {
+                     *         "key": "ok"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         checks: {
                             [key: string]: "ok" | "failed" | "disabled";

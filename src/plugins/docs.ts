@@ -1,7 +1,9 @@
+import { STATUS_CODES } from 'node:http';
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { addResponseExamples, dropSafeIntegerBounds } from './docs-examples.js';
 
 const STATUS_DESCRIPTIONS: Record<string, string> = {
   '400': 'The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …)',
@@ -45,6 +47,10 @@ const RETRY_AFTER_HEADER = {
 /** Methods whose body Fastify parses even when the route declares none: a malformed JSON body is a 400. */
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
+/** What an operation does, in the words of its summary (or description). */
+const summaryOf = (schema: Record<string, unknown>): string =>
+  typeof schema.summary === 'string' ? schema.summary : typeof schema.description === 'string' ? schema.description : 'done';
+
 function problemResponse(status: string, extraHeaders?: Record<string, unknown>) {
   return {
     description: STATUS_DESCRIPTIONS[status] ?? 'Error',
@@ -84,9 +90,15 @@ function decorateOperation(
     } else if (limited && code < 300 && body && !('content' in body)) {
       const { description, ...rest } = body;
       next[status] = {
-        description: (description as string | undefined) ?? 'OK',
+        description: (description as string | undefined) ?? `${STATUS_CODES[code] ?? 'Success'}: ${summaryOf(schema)}`,
         headers: RATE_LIMIT_HEADERS,
         content: { 'application/json': { schema: rest } },
+      };
+    } else if (code < 300 && body && body.description === undefined) {
+      // Described, never Swagger's "Default Response": the route's own summary, after the status.
+      next[status] = {
+        ...body,
+        description: `${STATUS_CODES[code] ?? 'Success'}: ${summaryOf(schema)}`,
       };
     } else next[status] = body;
   }
@@ -156,7 +168,9 @@ function finishDocument(input: Json): Json {
     const used = referencedSchemas(doc);
     components.schemas = Object.fromEntries(Object.entries(components.schemas as Json).filter(([name]) => used.has(name)));
   }
+  dropSafeIntegerBounds(doc);
   addIntegerFormats(doc);
+  addResponseExamples(doc);
   return doc;
 }
 
