@@ -1554,21 +1554,22 @@ export interface operations {
                      * @example {
                      *       "alerts": [
                      *         {
-                     *           "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
-                     *           "marketId": "pm-512357",
-                     *           "marketTitle": "Bitcoin above $100k on December 31?",
-                     *           "targetPrice": 0.62,
-                     *           "condition": "above",
-                     *           "side": "yes",
-                     *           "change": 0.62,
-                     *           "windowMinutes": 60,
+                     *           "id": "0b9d6a8e-2f4c-4d51-9a37-6c1e2d3f4a5b",
+                     *           "marketId": "pm-516710",
+                     *           "marketTitle": "Will the Fed cut rates in December?",
+                     *           "targetPrice": null,
+                     *           "condition": "big_trade",
+                     *           "side": null,
+                     *           "change": null,
+                     *           "windowMinutes": null,
+                     *           "minUsd": 25000,
                      *           "repeat": true,
                      *           "cooldownMinutes": 60,
-                     *           "triggerCount": 3,
+                     *           "triggerCount": 1,
                      *           "active": true,
-                     *           "triggeredAt": "2026-11-26T21:00:00.000Z",
+                     *           "triggeredAt": "2026-11-20T14:03:00.000Z",
                      *           "triggeredPrice": 0.62,
-                     *           "createdAt": "2026-11-26T21:00:00.000Z"
+                     *           "createdAt": "2026-11-19T09:00:00.000Z"
                      *         }
                      *       ]
                      *     }
@@ -1638,21 +1639,22 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
-                     *       "marketId": "pm-512357",
-                     *       "marketTitle": "Bitcoin above $100k on December 31?",
-                     *       "targetPrice": 0.62,
-                     *       "condition": "above",
-                     *       "side": "yes",
-                     *       "change": 0.62,
-                     *       "windowMinutes": 60,
+                     *       "id": "0b9d6a8e-2f4c-4d51-9a37-6c1e2d3f4a5b",
+                     *       "marketId": "pm-516710",
+                     *       "marketTitle": "Will the Fed cut rates in December?",
+                     *       "targetPrice": null,
+                     *       "condition": "big_trade",
+                     *       "side": null,
+                     *       "change": null,
+                     *       "windowMinutes": null,
+                     *       "minUsd": 25000,
                      *       "repeat": true,
                      *       "cooldownMinutes": 60,
-                     *       "triggerCount": 3,
+                     *       "triggerCount": 1,
                      *       "active": true,
-                     *       "triggeredAt": "2026-11-26T21:00:00.000Z",
+                     *       "triggeredAt": "2026-11-20T14:03:00.000Z",
                      *       "triggeredPrice": 0.62,
-                     *       "createdAt": "2026-11-26T21:00:00.000Z"
+                     *       "createdAt": "2026-11-19T09:00:00.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["PriceAlert"];
@@ -1747,21 +1749,22 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
-                     *       "marketId": "pm-512357",
-                     *       "marketTitle": "Bitcoin above $100k on December 31?",
-                     *       "targetPrice": 0.62,
-                     *       "condition": "above",
-                     *       "side": "yes",
-                     *       "change": 0.62,
-                     *       "windowMinutes": 60,
+                     *       "id": "0b9d6a8e-2f4c-4d51-9a37-6c1e2d3f4a5b",
+                     *       "marketId": "pm-516710",
+                     *       "marketTitle": "Will the Fed cut rates in December?",
+                     *       "targetPrice": null,
+                     *       "condition": "big_trade",
+                     *       "side": null,
+                     *       "change": null,
+                     *       "windowMinutes": null,
+                     *       "minUsd": 25000,
                      *       "repeat": true,
                      *       "cooldownMinutes": 60,
-                     *       "triggerCount": 3,
+                     *       "triggerCount": 1,
                      *       "active": true,
-                     *       "triggeredAt": "2026-11-26T21:00:00.000Z",
+                     *       "triggeredAt": "2026-11-20T14:03:00.000Z",
                      *       "triggeredPrice": 0.62,
-                     *       "createdAt": "2026-11-26T21:00:00.000Z"
+                     *       "createdAt": "2026-11-19T09:00:00.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["PriceAlert"];
