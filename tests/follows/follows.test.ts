@@ -107,7 +107,7 @@ describe('trader_trade notifications (follows-poll)', () => {
     const trader = addr('whale');
     const cond = `0x${'a'.repeat(64)}`;
     const market = await createMarket(t.app.db, { id: 'pm-follow-1', title: 'Will it rain in Paris?' });
-    await t.app.db.update(markets).set({ yesTokenId: '7001' }).where(eq(markets.id, market.id));
+    await t.app.db.update(markets).set({ yesTokenId: '7001', conditionId: cond }).where(eq(markets.id, market.id));
     // Before anyone follows: never sent.
     activity.add(trader, [activityTrade(trader, { timestamp: sec() - 60, token_id: '7001', condition_id: cond, name: 'Whale' })]);
     const early = await createUser(t.app);
@@ -137,14 +137,17 @@ describe('trader_trade notifications (follows-poll)', () => {
         transaction_hash: '0xaa02',
         name: 'Whale',
       }),
+      // The NO token of the same market: named by its condition id.
       activityTrade(trader, {
         timestamp: sec() + 6,
-        token_id: '7001',
+        token_id: '7002',
         condition_id: cond,
         side: 'SELL',
         size: 50,
         price: 0.62,
         transaction_hash: '0xaa03',
+        outcome: 'No',
+        outcome_index: 1,
         name: 'Whale',
       }),
       // Another market, not in our catalogue.
@@ -193,7 +196,8 @@ describe('trader_trade notifications (follows-poll)', () => {
     const other = l.find((n) => n.data.marketId === null)!;
     expect(other.title).toBe('Whale bought No on Venue-only market');
     expect(other.data).toMatchObject({ eventSlug: null, outcome: 'No', side: 'buy', usd: 2 });
-    expect(l.find((n) => n.data.side === 'sell')!.title).toBe('Whale sold Yes on Will it rain in Paris?');
+    expect(l.find((n) => n.data.side === 'sell')!.title).toBe('Whale sold No on Will it rain in Paris?');
+    expect(l.find((n) => n.data.side === 'sell')!.data).toMatchObject({ marketId: market.id, outcome: 'No' });
 
     // Polled again later: the same fills are read again (start = newest seen) and sent to no one.
     advance(5 * 60_000);

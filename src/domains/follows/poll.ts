@@ -146,7 +146,8 @@ interface GroupRow {
 }
 
 interface MarketRow {
-  token: string;
+  cond: string | null;
+  token: string | null;
   id: string;
   title: string;
   slug: string;
@@ -236,18 +237,23 @@ async function settleChunk(deps: PollDeps, reads: TraderRead[], now: Date): Prom
         group by f.user_id, n.w, n.c, n.side
         order by n.w, n.c, n.side, f.user_id`,
           );
-    // Our catalogue's market for each fill's token (the YES token; a NO fill of a known market names it through its condition).
+    // Our catalogue's market for each group: by condition id (either outcome's fills), else by the YES token
+    // (markets read before the catalogue stored condition ids).
+    const conds = [...new Set(groups.map((g) => g.condition_id))];
     const tokens = [...new Set(groups.map((g) => g.token))];
     const marketRows =
-      tokens.length === 0
+      groups.length === 0
         ? []
         : await rows<MarketRow>(
             tx,
-            sql`select m.yes_token_id as token, m.id, m.title, g.slug
+            sql`select m.condition_id as cond, m.yes_token_id as token, m.id, m.title, g.slug
                 from markets m join event_groups g on g.id = m.event_group_id
-                where m.venue = 'polymarket' and m.yes_token_id in (select jsonb_array_elements_text(${JSON.stringify(tokens)}::jsonb))`,
+                where m.venue = 'polymarket'
+                  and (m.condition_id in (select jsonb_array_elements_text(${JSON.stringify(conds)}::jsonb))
+                       or m.yes_token_id in (select jsonb_array_elements_text(${JSON.stringify(tokens)}::jsonb)))`,
           );
-    const byToken = new Map(marketRows.map((m) => [m.token, m]));
+    const byCondition = new Map(marketRows.filter((m) => m.cond !== null).map((m) => [m.cond!, m]));
+    const byToken = new Map(marketRows.filter((m) => m.token !== null).map((m) => [m.token!, m]));
     const wallets = [...new Set(groups.map((g) => g.wallet))];
     const names = new Map<string, string>();
     if (wallets.length > 0) {
@@ -265,7 +271,7 @@ async function settleChunk(deps: PollDeps, reads: TraderRead[], now: Date): Prom
       const size = Number(g.size);
       const cost = Number(g.cost);
       const price = size > 0 ? cost / size : 0;
-      const market = byToken.get(g.token);
+      const market = byCondition.get(g.condition_id) ?? byToken.get(g.token);
       const who = names.get(g.wallet) ?? venueNames.get(g.wallet) ?? shortAddress(g.wallet);
       const outcome = g.outcome.trim() || 'shares';
       const title = (market?.title ?? g.title).trim() || 'a market';
