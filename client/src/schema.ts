@@ -844,8 +844,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The database (and Redis, when configured) answer
-         * @description Venues, the identity provider, push and Telegram never make this 503.
+         * The database answers (Redis down is degraded, not unready)
+         * @description 503 naming the database when it is unreachable (with Retry-After); else 200 with each dependency: `status` is `degraded` while Redis is down (every instance then serves on its in-process fallbacks, and a shared Redis outage must not take every instance out of the load balancer at once). Venues, the identity provider, push and Telegram never change it (docs/decisions.md §9).
          */
         get: operations["healthReady"];
         put?: never;
@@ -5348,11 +5348,15 @@ export interface operations {
                      *     }
                      */
                     "application/json": {
-                        checks: {
-                            [key: string]: "ok" | "failed" | "disabled";
-                        };
                         /** @enum {string} */
-                        status: "ok";
+                        database: "ok";
+                        /**
+                         * @description Redis answers a ping within 2 s; `off` when REDIS_URL is unset
+                         * @enum {string}
+                         */
+                        redis: "ok" | "down" | "off";
+                        /** @enum {string} */
+                        status: "ok" | "degraded";
                     };
                 };
             };
@@ -5372,11 +5376,18 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": {
-                        checks: {
-                            [key: string]: "ok" | "failed" | "disabled";
-                        };
                         code: string;
+                        /**
+                         * @description The database answers a ping within 2 s
+                         * @enum {string}
+                         */
+                        database: "ok" | "down";
                         detail: string;
+                        /**
+                         * @description Redis answers a ping within 2 s; `off` when REDIS_URL is unset
+                         * @enum {string}
+                         */
+                        redis: "ok" | "down" | "off";
                         status: number;
                         title: string;
                         type: string;

@@ -5,7 +5,8 @@ import { problem } from '../../errors.js';
 import { keepServingUnderPressure } from '../../plugins/overload.js';
 import { checkReadiness } from './service.js';
 
-const Checks = z.record(z.string(), z.enum(['ok', 'failed', 'disabled']));
+const DatabaseState = z.enum(['ok', 'down']).meta({ description: 'The database answers a ping within 2 s' });
+const RedisState = z.enum(['ok', 'down', 'off']).meta({ description: 'Redis answers a ping within 2 s; `off` when REDIS_URL is unset' });
 
 /**
  * GET /health/live and GET /health/ready (docs/decisions.md §9). Both keep
@@ -34,28 +35,30 @@ export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         operationId: 'healthReady',
         tags: ['health'],
-        summary: 'The database (and Redis, when configured) answer',
-        description: 'Venues, the identity provider, push and Telegram never make this 503.',
+        summary: 'The database answers (Redis down is degraded, not unready)',
+        description:
+          '503 naming the database when it is unreachable (with Retry-After); else 200 with each dependency: `status` is ' +
+          '`degraded` while Redis is down (every instance then serves on its in-process fallbacks, and a shared Redis ' +
+          'outage must not take every instance out of the load balancer at once). Venues, the identity provider, push ' +
+          'and Telegram never change it (docs/decisions.md §9).',
         response: {
-          200: z.object({ status: z.literal('ok'), checks: Checks }),
+          200: z.object({ status: z.enum(['ok', 'degraded']), database: z.literal('ok'), redis: RedisState }),
           503: z.object({
             type: z.string(),
             title: z.string(),
             status: z.number(),
             code: z.string(),
             detail: z.string(),
-            checks: Checks,
+            database: DatabaseState,
+            redis: RedisState,
           }),
         },
       },
     },
     async (_request, reply) => {
-      const checks = await checkReadiness(deps);
-      const failed = Object.entries(checks)
-        .filter(([, v]) => v === 'failed')
-        .map(([k]) => k);
-      if (failed.length === 0) return { status: 'ok' as const, checks };
-      return sendProblem(reply, { ...problem(503, 'UNAVAILABLE', `Not ready: ${failed.join(', ')} unreachable`), checks } as never, {
+      const { database, redis } = await checkReadiness(deps);
+      if (database === 'ok') return { status: redis === 'down' ? ('degraded' as const) : ('ok' as const), database, redis };
+      return sendProblem(reply, { ...problem(503, 'UNAVAILABLE', 'Not ready: database unreachable'), database, redis } as never, {
         'retry-after': 5,
       });
     },
