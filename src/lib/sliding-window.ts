@@ -18,8 +18,6 @@ export interface HitResult {
 
 export interface SlidingWindow {
   hit(key: string, windowMs: number, max: number): Promise<HitResult>;
-  /** Current count without adding a hit. */
-  peek(key: string, windowMs: number): Promise<number>;
   reset(key: string): Promise<void>;
 }
 
@@ -70,10 +68,6 @@ export class MemorySlidingWindow implements SlidingWindow {
     }
     const ttlMs = log.length ? Math.max(1, log[0] + windowMs - t) : windowMs;
     return { current, ttlMs };
-  }
-
-  async peek(key: string, windowMs: number): Promise<number> {
-    return this.prune(key, windowMs).length;
   }
 
   async reset(key: string): Promise<void> {
@@ -134,13 +128,6 @@ end
 return {n, ttl, r}
 `;
 
-const PEEK_LUA = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]))
-return redis.call('ZCARD', KEYS[1])
-`;
-
 /** The command a hit guards (hitThen): store a value with a TTL, or take one. */
 export type GuardedOp = { kind: 'set'; key: string; value: string; px: number } | { kind: 'getdel'; key: string };
 
@@ -154,7 +141,6 @@ type RedisWithScripts = Redis & {
     member: string,
     ...op: string[]
   ): Promise<[number, number, string | null]>;
-  slidingPeek(key: string, windowMs: number): Promise<number>;
 };
 
 export class RedisSlidingWindow implements SlidingWindow {
@@ -165,7 +151,6 @@ export class RedisSlidingWindow implements SlidingWindow {
   ) {
     if (!(redis as unknown as Partial<RedisWithScripts>).slidingHit) {
       redis.defineCommand('slidingHit', { numberOfKeys: 1, lua: HIT_LUA });
-      redis.defineCommand('slidingPeek', { numberOfKeys: 1, lua: PEEK_LUA });
       redis.defineCommand('slidingHitThen', { numberOfKeys: 2, lua: HIT_THEN_LUA });
     }
     this.redis = redis as unknown as RedisWithScripts;
@@ -185,10 +170,6 @@ export class RedisSlidingWindow implements SlidingWindow {
     const args = op.kind === 'set' ? ['set', op.value, String(op.px)] : ['getdel'];
     const [current, ttlMs, value] = await this.redis.slidingHitThen(this.prefix + key, op.key, windowMs, max, randomUUID(), ...args);
     return { hit: { current: Number(current), ttlMs: Number(ttlMs) }, value: value ?? null };
-  }
-
-  async peek(key: string, windowMs: number): Promise<number> {
-    return Number(await this.redis.slidingPeek(this.prefix + key, windowMs));
   }
 
   async reset(key: string): Promise<void> {
@@ -262,9 +243,6 @@ export class FallbackSlidingWindow implements SlidingWindow {
       this.markDegraded(err);
       return undefined;
     }
-  }
-  peek(key: string, windowMs: number) {
-    return this.run((w) => w.peek(key, windowMs));
   }
   reset(key: string) {
     return this.run((w) => w.reset(key));

@@ -123,8 +123,3 @@ export function venueGet(
 ) {
   return requestJson<unknown>(buildUrl(client.baseUrl, path, query), client.http);
 }
-
-/** POST a JSON body to `path` through the client's limiter and retry policy. */
-export function venuePost(client: Pick<VenueClient, 'baseUrl' | 'http'>, path: string, json: unknown) {
-  return requestJson<unknown>(buildUrl(client.baseUrl, path), { ...client.http, method: 'POST', json });
-}

@@ -1,6 +1,5 @@
 import { and, eq, isNull, lt, gt, or } from 'drizzle-orm';
 import { messengerBindings, messengerLinkCodes, messengerUpdates } from '../../../drizzle/messenger.js';
-import { pushPreferences } from '../../../drizzle/push.js';
 import { users } from '../../../drizzle/users.js';
 import type { DbOrTx } from '../../db/index.js';
 
@@ -153,21 +152,4 @@ export async function moveBindingChat(db: DbOrTx, userId: string, from: bigint, 
     .where(and(eq(messengerBindings.userId, userId), eq(messengerBindings.chatId, from)))
     .returning({ userId: messengerBindings.userId });
   return rows.length > 0;
-}
-
-/**
- * Where a user's notification goes, with their per-type opt-outs
- * (push_preferences.types; no row = everything allowed), in one query.
- */
-export async function findDeliveryTarget(
-  db: DbOrTx,
-  userId: string,
-): Promise<{ chatId: bigint; types: Record<string, boolean> } | undefined> {
-  const rows = await db
-    .select({ chatId: messengerBindings.chatId, types: pushPreferences.types })
-    .from(messengerBindings)
-    .leftJoin(pushPreferences, eq(pushPreferences.userId, messengerBindings.userId))
-    .where(eq(messengerBindings.userId, userId));
-  const row = rows[0];
-  return row ? { chatId: row.chatId, types: row.types ?? {} } : undefined;
 }

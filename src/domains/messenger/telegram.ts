@@ -39,12 +39,6 @@ export class TelegramApiError extends Error {
     if (code === 403) return true;
     return code === 400 && /chat not found|user not found/i.test(this.description ?? '');
   }
-
-  /** Worth trying again later: flood control, Telegram-side errors, network failures. */
-  get retryable(): boolean {
-    const code = this.errorCode ?? this.status;
-    return code === undefined || code === 429 || code >= 500;
-  }
 }
 
 interface BotApiResponse<T> {

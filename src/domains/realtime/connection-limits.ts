@@ -52,8 +52,6 @@ export interface ConnectionRegistry {
   release(socketId: string): void;
   /** Stops counting every socket of this instance (shutdown). */
   releaseAll(): Promise<void>;
-  /** Sockets counted on this instance. */
-  localCount(): number;
   close(): void;
 }
 
@@ -173,7 +171,6 @@ export function createMemoryRegistry(limits: ConnectionLimits): ConnectionRegist
     async releaseAll() {
       for (const id of [...local.slots.keys()]) local.remove(id);
     },
-    localCount: () => local.slots.size,
     close() {},
   };
 }
@@ -276,7 +273,6 @@ export function createRedisRegistry(limits: ConnectionLimits, opts: RedisRegistr
       for (const [id] of all) local.remove(id);
       await forget(all);
     },
-    localCount: () => local.slots.size,
     close() {
       clearInterval(heartbeat);
     },
