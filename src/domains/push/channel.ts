@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { createRequestGate } from '../../lib/request-gate.js';
+import { createSemaphore, type Semaphore } from '../../lib/semaphore.js';
 import { fingerprint } from '../notifications/delivery.js';
 import type { NotificationChannel } from '../notifications/types.js';
 import { deliverPushRows, type PushChannelOptions } from './service.js';
@@ -9,8 +9,8 @@ import { deliverPushRows, type PushChannelOptions } from './service.js';
  * (at most 6 in flight on this instance, docs/decisions.md §13.2) is shared
  * by every delivery run of the app.
  */
-export function createPushChannel(opts: PushChannelOptions = {}): NotificationChannel & { gate: ReturnType<typeof createRequestGate> } {
-  const gate = createRequestGate(opts.maxInFlight ?? 6);
+export function createPushChannel(opts: PushChannelOptions = {}): NotificationChannel & { gate: Semaphore } {
+  const gate = createSemaphore(opts.maxInFlight ?? 6);
   const timeoutMs = opts.timeoutMs ?? 10_000;
   return {
     name: 'push',

@@ -4,7 +4,7 @@ import { AppError } from '../../errors.js';
 import type { DbOrTx } from '../../db/index.js';
 import type { Clock, ServiceDeps } from '../../lib/deps.js';
 import { UpstreamError } from '../../lib/http.js';
-import type { RequestGate } from '../../lib/request-gate.js';
+import type { Semaphore } from '../../lib/semaphore.js';
 import { NOTIFICATION_TYPES, type ClaimedDelivery, type DeliveryContext, type DeliveryResult } from '../notifications/types.js';
 import { chunk, EXPO_RECEIPT_BATCH, EXPO_SEND_BATCH, getExpoReceipts, sendExpoBatch, type ExpoMessage, type ExpoTicket } from './expo.js';
 import { heldByQuietHours, type QuietHours } from './quiet-hours.js';
@@ -139,7 +139,7 @@ function requestFailure(err: unknown): DeliveryResult {
 export async function deliverPushRows(
   ctx: DeliveryContext,
   items: ClaimedDelivery[],
-  opts: { gate: RequestGate; timeoutMs: number; pausedBy: { reason?: string } },
+  opts: { gate: Pick<Semaphore, 'run'>; timeoutMs: number; pausedBy: { reason?: string } },
 ): Promise<void> {
   if (items.length === 0) return;
   const userIds = [...new Set(items.map((r) => r.userId))];
