@@ -11,6 +11,8 @@ export const jobRuns = pgTable(
     finishedAt: timestamp('finished_at', { withTimezone: true }),
     ok: boolean('ok'),
     items: integer('items').notNull().default(0),
+    /** Venue rows the run skipped as malformed (docs/decisions.md §9, docs/venues.md "What we call"): > 0 on an ok run = degraded. */
+    skipped: integer('skipped').notNull().default(0),
     error: text('error'),
   },
   (t) => [index('job_runs_name_started_idx').on(t.name, t.startedAt.desc())],

@@ -425,7 +425,7 @@ export interface paths {
         };
         /**
          * Every job: its last finished run, last success, next scheduled run and whether it runs now
-         * @description One entry per job, in the cron table’s order, whether or not it has run yet. `ok`, `startedAt`, `finishedAt`, `items` and `error` describe the last finished run and are absent before the first. `running` holds across instances (the job’s advisory lock); `nextRunAt` is this instance’s schedule (null with JOBS=off).
+         * @description One entry per job, in the cron table’s order, whether or not it has run yet. `ok`, `startedAt`, `finishedAt`, `items`, `skipped` and `error` describe the last finished run and are absent before the first. `running` holds across instances (the job’s advisory lock); `nextRunAt` is this instance’s schedule (null with JOBS=off).
          */
         get: operations["listJobs"];
         put?: never;
@@ -1074,6 +1074,11 @@ export interface components {
             items: number;
             name: string;
             ok: boolean;
+            /**
+             * Format: int64
+             * @description Venue rows the run skipped as malformed (one event, market or board row each); present only when above 0: the run is ok but degraded
+             */
+            skipped?: number;
             startedAt: string;
         };
         JobRun: {
@@ -1086,6 +1091,11 @@ export interface components {
             /** Format: int64 */
             items: number;
             name: string;
+            /**
+             * Format: int64
+             * @description Venue rows the run skipped as malformed (one event, market or board row each); present only when above 0: the run is ok but degraded
+             */
+            skipped?: number;
             /** Format: date-time */
             startedAt: string;
             /**
@@ -1117,6 +1127,11 @@ export interface components {
             runningSince?: string;
             /** @description The cron expression (node-cron; six fields when it has seconds), in the server’s time zone */
             schedule: string;
+            /**
+             * Format: int64
+             * @description Venue rows the run skipped as malformed (one event, market or board row each); present only when above 0: the run is ok but degraded
+             */
+            skipped?: number;
             /** Format: date-time */
             startedAt?: string;
         };

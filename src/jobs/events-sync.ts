@@ -19,6 +19,6 @@ export const eventsSyncJob: JobDefinition = {
       deps.dataChanged('events');
     }
     if (outcome.failures.length > 0) throw new Error(`venue catalogue failed (${outcome.failures.join('; ')})`);
-    return { items: outcome.items };
+    return { items: outcome.items, skipped: outcome.skipped };
   },
 };

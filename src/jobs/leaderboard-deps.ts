@@ -20,15 +20,15 @@ export function leaderboardDeps(deps: JobDeps) {
 export function leaderboardJob(
   name: string,
   schedule: string,
-  work: (deps: ReturnType<typeof leaderboardDeps>) => Promise<{ items: number }>,
+  work: (deps: ReturnType<typeof leaderboardDeps>) => Promise<{ items: number; skipped?: number }>,
 ): JobDefinition {
   return {
     name,
     schedule,
     async run(deps) {
       try {
-        const { items } = await work(leaderboardDeps(deps));
-        return { items };
+        const { items, skipped } = await work(leaderboardDeps(deps));
+        return { items, skipped };
       } finally {
         deps.dataChanged('leaderboard');
       }

@@ -127,9 +127,12 @@ export const jobsPlugin = fp<JobsOptions>(
             .returning({ id: jobRuns.id });
           let outcome: JobOutcome;
           try {
-            const { items } = await def.run(deps(wait ? 'manual' : 'schedule'));
+            const { items, skipped } = await def.run(deps(wait ? 'manual' : 'schedule'));
             outcome = { name: def.name, ok: true, startedAt: started.toISOString(), finishedAt: app.clock().toISOString(), items };
-            log.info({ items, ms: Date.now() - started.getTime() }, 'job finished');
+            // docs/decisions.md §9: a run that skipped malformed venue rows says how many (a degraded run).
+            if (skipped) outcome.skipped = skipped;
+            if (skipped) log.warn({ items, skipped, ms: Date.now() - started.getTime() }, 'job finished, malformed venue rows skipped');
+            else log.info({ items, ms: Date.now() - started.getTime() }, 'job finished');
           } catch (err) {
             const aborted = shutdown.signal.aborted;
             const message = aborted ? 'aborted: the service is shutting down' : err instanceof Error ? err.message : String(err);
@@ -147,7 +150,13 @@ export const jobsPlugin = fp<JobsOptions>(
           opts.onJobFinished?.(outcome);
           await app.db
             .update(jobRuns)
-            .set({ finishedAt: new Date(outcome.finishedAt), ok: outcome.ok, items: outcome.items, error: outcome.error ?? null })
+            .set({
+              finishedAt: new Date(outcome.finishedAt),
+              ok: outcome.ok,
+              items: outcome.items,
+              skipped: outcome.skipped ?? 0,
+              error: outcome.error ?? null,
+            })
             .where(eq(jobRuns.id, row.id));
           await app.db
             .delete(jobRuns)

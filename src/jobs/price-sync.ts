@@ -36,6 +36,6 @@ export const priceSyncJob: JobDefinition = {
     }
     if (outcome.failures.length > 0) throw new Error(`venue prices failed (${outcome.failures.join('; ')})`);
     if (trades.failures.length > 0) throw new Error(`big-trade reads failed (${trades.failures.join('; ')})`);
-    return { items: outcome.items };
+    return { items: outcome.items, skipped: outcome.skipped };
   },
 };

@@ -10,6 +10,10 @@ const JobOutcomeSchema = z
     startedAt: z.string(),
     finishedAt: z.string(),
     items: z.number().int(),
+    skipped: z.number().int().optional().meta({
+      description:
+        'Venue rows the run skipped as malformed (one event, market or board row each); present only when above 0: the run is ok but degraded',
+    }),
     error: z.string().optional(),
   })
   .meta({ id: 'JobOutcome' });
@@ -35,6 +39,10 @@ const JobStatusSchema = z
     startedAt: z.iso.datetime().optional(),
     finishedAt: z.iso.datetime().optional(),
     items: z.number().int().optional(),
+    skipped: z.number().int().optional().meta({
+      description:
+        'Venue rows the run skipped as malformed (one event, market or board row each); present only when above 0: the run is ok but degraded',
+    }),
     error: z.string().optional().meta({ description: 'Why the last finished run failed' }),
   })
   .meta({ id: 'JobStatus' });
@@ -50,6 +58,10 @@ const JobRunSchema = z
     startedAt: z.iso.datetime(),
     finishedAt: z.iso.datetime().nullable(),
     items: z.number().int(),
+    skipped: z.number().int().optional().meta({
+      description:
+        'Venue rows the run skipped as malformed (one event, market or board row each); present only when above 0: the run is ok but degraded',
+    }),
     error: z.string().optional(),
   })
   .meta({ id: 'JobRun' });
@@ -102,7 +114,7 @@ export const jobRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Every job: its last finished run, last success, next scheduled run and whether it runs now',
         description: [
           'One entry per job, in the cron table’s order, whether or not it has run yet.',
-          '`ok`, `startedAt`, `finishedAt`, `items` and `error` describe the last finished run and are absent before the first.',
+          '`ok`, `startedAt`, `finishedAt`, `items`, `skipped` and `error` describe the last finished run and are absent before the first.',
           '`running` holds across instances (the job’s advisory lock); `nextRunAt` is this instance’s schedule (null with JOBS=off).',
         ].join(' '),
         response: { 200: z.object({ jobs: z.array(JobStatusSchema) }), ...problemResponses(401) },

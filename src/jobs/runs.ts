@@ -16,6 +16,7 @@ interface StatusRow {
   finished_at: unknown;
   ok: boolean | null;
   items: number | null;
+  skipped: number | null;
   error: string | null;
   last_success_at: unknown;
   running_since: unknown;
@@ -42,11 +43,11 @@ export async function jobStatuses(
   );
   const [found, held] = await Promise.all([
     dbh.rows<StatusRow>(sql`
-      select n.name, l.started_at, l.finished_at, l.ok, l.items, l.error,
+      select n.name, l.started_at, l.finished_at, l.ok, l.items, l.skipped, l.error,
         s.finished_at as last_success_at, case when r.finished_at is null then r.started_at end as running_since
       from (values ${names}) as n(name)
       left join lateral (
-        select started_at, finished_at, ok, items, error from job_runs j
+        select started_at, finished_at, ok, items, skipped, error from job_runs j
         where j.name = n.name and j.finished_at is not null order by j.started_at desc limit 1
       ) l on true
       left join lateral (
@@ -75,6 +76,7 @@ export async function jobStatuses(
         startedAt: iso(r.started_at),
         finishedAt: iso(r.finished_at),
         items: r.items ?? 0,
+        ...(r.skipped ? { skipped: r.skipped } : {}),
         ...(r.error ? { error: r.error } : {}),
       });
     }
@@ -103,6 +105,7 @@ export async function listJobRuns(dbh: DbHandle, name: string, limit: number): P
       startedAt: r.startedAt.toISOString(),
       finishedAt: r.finishedAt?.toISOString() ?? null,
       items: r.items,
+      ...(r.skipped ? { skipped: r.skipped } : {}),
       ...(r.error ? { error: r.error } : {}),
     };
   });

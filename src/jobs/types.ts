@@ -43,6 +43,12 @@ export interface JobDeps {
 export interface JobResult {
   /** How many things the run handled (rows written, markets refreshed, …). */
   items: number;
+  /**
+   * Venue rows skipped as malformed (docs/decisions.md §9, docs/venues.md
+   * "What we call": one event, market or board row, whichever failed alone).
+   * The run is still ok; more than 0 marks it degraded in the job views and metrics.
+   */
+  skipped?: number;
 }
 
 export interface JobDefinition {
@@ -59,6 +65,8 @@ export interface JobOutcome {
   startedAt: string;
   finishedAt: string;
   items: number;
+  /** Venue rows skipped as malformed; present only when the run skipped some. */
+  skipped?: number;
   error?: string;
 }
 
@@ -81,5 +89,7 @@ export interface JobRun {
   startedAt: string;
   finishedAt: string | null;
   items: number;
+  /** Venue rows skipped as malformed; present only when the run skipped some. */
+  skipped?: number;
   error?: string;
 }

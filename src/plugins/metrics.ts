@@ -13,6 +13,8 @@ export interface FinishedJob {
   ok: boolean;
   startedAt: string;
   finishedAt: string;
+  /** Venue rows skipped as malformed (an ok run that skipped some is degraded). */
+  skipped?: number;
 }
 
 export interface Metrics {
@@ -189,8 +191,14 @@ export const metricsPlugin = fp(
 
     const jobRuns = new Counter({
       name: 'job_runs_total',
-      help: 'Job runs finished on this instance, by job and outcome (success or failure)',
+      help: 'Job runs finished on this instance, by job and outcome (success, degraded: ok but venue rows skipped as malformed, or failure)',
       labelNames: ['job', 'outcome'] as const,
+      registers: [registry],
+    });
+    const jobSkipped = new Counter({
+      name: 'job_skipped_rows_total',
+      help: 'Venue rows job runs on this instance skipped as malformed (one event, market or board row each), by job',
+      labelNames: ['job'] as const,
       registers: [registry],
     });
     const jobDuration = new Histogram({
@@ -361,7 +369,9 @@ export const metricsPlugin = fp(
     app.decorate('metrics', {
       registry,
       jobFinished: (outcome: FinishedJob) => {
-        jobRuns.labels(outcome.name, outcome.ok ? 'success' : 'failure').inc();
+        const skipped = outcome.skipped ?? 0;
+        jobRuns.labels(outcome.name, !outcome.ok ? 'failure' : skipped > 0 ? 'degraded' : 'success').inc();
+        if (skipped > 0) jobSkipped.labels(outcome.name).inc(skipped);
         const seconds = (Date.parse(outcome.finishedAt) - Date.parse(outcome.startedAt)) / 1000;
         if (Number.isFinite(seconds)) jobDuration.labels(outcome.name).observe(Math.max(0, seconds));
       },

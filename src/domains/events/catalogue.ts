@@ -52,6 +52,8 @@ export interface CatalogueOptions {
 
 export interface CatalogueOutcome {
   items: number;
+  /** Venue rows (events, or markets inside them) skipped as malformed, both venues. */
+  skipped: number;
   /** One error per venue that failed; the other venue's data is written all the same. */
   failures: string[];
 }
@@ -61,20 +63,28 @@ export async function syncCatalogue(deps: MarketDataDeps, opts: CatalogueOptions
   const states = await readVenueStates(deps.dbh);
   const settled = await Promise.allSettled(VENUES.map((v) => syncVenue(deps, v, states.get(v), opts)));
   let items = 0;
+  let skipped = 0;
   const failures: string[] = [];
   for (const [i, r] of settled.entries()) {
     const venue = VENUES[i];
-    if (r.status === 'fulfilled') items += r.value;
-    else {
+    if (r.status === 'fulfilled') {
+      items += r.value.items;
+      skipped += r.value.skipped;
+    } else {
       failures.push(`${venue}: ${r.reason instanceof Error ? r.reason.message : String(r.reason)}`);
       deps.log.error({ venue, err: r.reason }, 'catalogue sync failed; keeping its last good data');
       await recordVenueRun(deps, venue, 'catalogue', false).catch(() => {});
     }
   }
-  return { items, failures };
+  return { items, skipped, failures };
 }
 
-async function syncVenue(deps: MarketDataDeps, venue: Venue, state: VenueState | undefined, opts: CatalogueOptions): Promise<number> {
+async function syncVenue(
+  deps: MarketDataDeps,
+  venue: Venue,
+  state: VenueState | undefined,
+  opts: CatalogueOptions,
+): Promise<{ items: number; skipped: number }> {
   const started = deps.clock();
   const full = opts.full === true || !state?.fullListedAt || started.getTime() - state.fullListedAt.getTime() >= FULL_RECONCILE_MS;
   let items = 0;
@@ -122,8 +132,8 @@ async function syncVenue(deps: MarketDataDeps, venue: Venue, state: VenueState |
     // Only a listing that went to its end moves the watermark.
     watermark: venue === 'kalshi' && complete ? started : undefined,
   });
-  items += await rereadLeftGroups(deps, venue, opts);
-  return items;
+  const reread = await rereadLeftGroups(deps, venue, opts);
+  return { items: items + reread.items, skipped: skipped + reread.skipped };
 }
 
 async function countKnown(deps: MarketDataDeps, ids: string[]): Promise<number> {
@@ -302,17 +312,17 @@ async function closeGroups(deps: MarketDataDeps, ids: string[]) {
  * says (closed, resolved, or still open); a 404 closes them. A re-read that
  * fails leaves the group as it is for the next run.
  */
-async function rereadLeftGroups(deps: MarketDataDeps, venue: Venue, opts: CatalogueOptions): Promise<number> {
+async function rereadLeftGroups(deps: MarketDataDeps, venue: Venue, opts: CatalogueOptions): Promise<{ items: number; skipped: number }> {
   const [state] = await deps.dbh.rows<{ at: string | Date | null }>(
     sql`select full_listed_at as at from venue_sync_state where venue = ${venue}`,
   );
-  if (!state?.at) return 0;
+  if (!state?.at) return { items: 0, skipped: 0 };
   const left = await deps.dbh.rows<{ id: string; venue_event_id: string }>(
     sql`select id, venue_event_id from event_groups
         where venue = ${venue} and status = 'active' and last_seen_at < ${new Date(state.at).toISOString()}::timestamptz
         order by last_seen_at, id limit ${REREAD_PER_RUN}`,
   );
-  if (left.length === 0) return 0;
+  if (left.length === 0) return { items: 0, skipped: 0 };
   const categories = venue === 'kalshi' ? await kalshiCategories(deps, { seriesAt: deps.clock() } as VenueState) : undefined;
   const gone: string[] = [];
   const found: CatalogueGroup[] = [];
@@ -336,5 +346,6 @@ async function rereadLeftGroups(deps: MarketDataDeps, venue: Venue, opts: Catalo
   const changes = await writeGroups(deps, found, unreadable);
   if (changes.length > 0) await opts.onChanges?.(changes);
   deps.log.info({ venue, reread: left.length, closed: gone.length, failed }, 'groups that left the listing re-read');
-  return found.length + gone.length;
+  // A re-read event that failed parsing is one skipped row.
+  return { items: found.length + gone.length, skipped: unreadable.length };
 }

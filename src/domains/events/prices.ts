@@ -72,9 +72,12 @@ export async function selectTrackedMarkets(deps: MarketDataDeps): Promise<Tracke
  * Polymarket: the display rule over the CLOB batch answers; absent everywhere → keeps its last price (null if none).
  * `bookless`: the markets absent from `/midpoints` (no book: closed, resolved, or no orders at all).
  */
-async function readPolymarket(deps: MarketDataDeps, markets: TrackedMarket[]): Promise<{ readings: PriceReading[]; bookless: string[] }> {
+async function readPolymarket(
+  deps: MarketDataDeps,
+  markets: TrackedMarket[],
+): Promise<{ readings: PriceReading[]; bookless: string[]; skipped: number }> {
   const withToken = markets.filter((m) => m.yes_token_id);
-  if (withToken.length === 0) return { readings: [], bookless: [] };
+  if (withToken.length === 0) return { readings: [], bookless: [], skipped: 0 };
   const { quotes, skipped } = await readClobPrices(
     deps.venues.clob,
     withToken.map((m) => m.yes_token_id!),
@@ -85,7 +88,7 @@ async function readPolymarket(deps: MarketDataDeps, markets: TrackedMarket[]): P
     const price = quotes.get(m.yes_token_id!)?.price;
     return price === undefined ? { id: m.id, p: null, keep: true } : { id: m.id, p: price };
   });
-  return { readings, bookless };
+  return { readings, bookless, skipped };
 }
 
 /** Watched groups re-read per price cycle because a market's book went away, and how soon one may be re-read again. */
@@ -130,14 +133,14 @@ async function rereadBooklessWatched(deps: MarketDataDeps, bookless: string[], o
 }
 
 /** Kalshi: `GET /markets?tickers=` (price, volumes, status); tickers the venue did not return are left for the catalogue. */
-async function readKalshi(deps: MarketDataDeps, markets: TrackedMarket[]): Promise<PriceReading[]> {
-  if (markets.length === 0) return [];
+async function readKalshi(deps: MarketDataDeps, markets: TrackedMarket[]): Promise<{ readings: PriceReading[]; skipped: number }> {
+  if (markets.length === 0) return { readings: [], skipped: 0 };
   const { quotes, skipped } = await getKalshiMarketsByTickers(
     deps.venues.kalshi,
     markets.map((m) => m.venue_market_id),
   );
   if (skipped > 0) deps.log.warn({ skipped }, 'malformed Kalshi markets skipped');
-  return [...quotes.values()].map((q) => ({
+  const readings = [...quotes.values()].map((q) => ({
     id: q.marketId,
     p: q.yesPrice,
     v: q.volume,
@@ -146,11 +149,14 @@ async function readKalshi(deps: MarketDataDeps, markets: TrackedMarket[]): Promi
     res: q.result,
     rl: q.resolvedOutcome,
   }));
+  return { readings, skipped };
 }
 
 export interface PriceCycleOutcome {
   /** Markets read. */
   items: number;
+  /** Venue entries (a token's price, a market) skipped as malformed. */
+  skipped: number;
   failures: string[];
 }
 
@@ -159,12 +165,14 @@ export async function refreshTrackedPrices(deps: MarketDataDeps, opts: { onChang
   const tracked = await selectTrackedMarkets(deps);
   const failed: Array<string | undefined> = [];
   let items = 0;
+  let skipped = 0;
   await Promise.all(
     VENUES.map(async (venue, i) => {
       const mine = tracked.filter((m) => m.venue === venue);
       try {
-        const read = venue === 'polymarket' ? await readPolymarket(deps, mine) : { readings: await readKalshi(deps, mine), bookless: [] };
+        const read = venue === 'polymarket' ? await readPolymarket(deps, mine) : { ...(await readKalshi(deps, mine)), bookless: [] };
         const { readings } = read;
+        skipped += read.skipped;
         for (let i = 0; i < readings.length; i += WRITE_CHUNK) {
           const chunk = readings.slice(i, i + WRITE_CHUNK);
           const changes = await writeTx(deps, (tx) => applyReadings(deps, tx, chunk, { tracked: true }));
@@ -180,5 +188,5 @@ export async function refreshTrackedPrices(deps: MarketDataDeps, opts: { onChang
       }
     }),
   );
-  return { items, failures: failed.filter((f) => f !== undefined) };
+  return { items, skipped, failures: failed.filter((f) => f !== undefined) };
 }

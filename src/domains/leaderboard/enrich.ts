@@ -204,7 +204,7 @@ async function writeBatch(dbh: DbHandle, batch: Enriched[], now: Date): Promise<
 export async function enrichLeaderboard(
   deps: LeaderboardDeps,
   opts: EnrichOptions = {},
-): Promise<{ items: number; failed: number; malformed: number; deferred: number }> {
+): Promise<{ items: number; failed: number; malformed: number; deferred: number; skipped: number }> {
   const concurrency = opts.concurrency ?? 2;
   const batchSize = opts.batchSize ?? 50;
   const now = deps.clock();
@@ -214,6 +214,7 @@ export async function enrichLeaderboard(
   let failed = 0;
   let malformed = 0;
   let deferred = 0;
+  let skipped = 0;
   let lastError: string | undefined;
   for (let i = 0; i < candidates.length; i += batchSize) {
     // Shutdown: stop between batches; every batch written so far stays, the next run carries on.
@@ -230,6 +231,7 @@ export async function enrichLeaderboard(
           since: window.since,
           maxClosedPages: opts.maxClosedPages,
         });
+        skipped += activity.skipped;
         if (activity.allMalformed) {
           // Rows came, none parsed: keep the figures we have rather than compute zeros.
           malformed++;
@@ -267,5 +269,5 @@ export async function enrichLeaderboard(
   if (failed > 0) deps.log.warn({ failed, lastError }, 'leaderboard enrichment: some traders could not be fetched');
   if (deferred > 0) deps.log.info({ deferred }, 'leaderboard enrichment: run time used up, the rest wait for the next run');
   if (candidates.length > 0 && items === 0 && failed > 0) throw new Error(`no trader could be enriched: ${lastError ?? 'unknown error'}`);
-  return { items, failed, malformed, deferred };
+  return { items, failed, malformed, deferred, skipped };
 }

@@ -143,7 +143,7 @@ export async function syncBoard(deps: LeaderboardDeps, category: Category, perio
 export async function syncLeaderboards(
   deps: LeaderboardDeps,
   opts: { concurrency?: number } = {},
-): Promise<{ items: number; boards: BoardOutcome[] }> {
+): Promise<{ items: number; boards: BoardOutcome[]; skipped: number }> {
   const pairs = CATEGORIES.flatMap((category) => PERIODS.map((period) => ({ category, period })));
   const at = deps.clock(); // one instant per sync: every board's points and switch time
   const boards = await mapLimit(pairs, opts.concurrency ?? 2, ({ category, period }) => syncBoard(deps, category, period, at));
@@ -167,5 +167,6 @@ export async function syncLeaderboards(
       ),
     );
   }
-  return { items, boards };
+  // Board rows the venue sent that failed parsing (docs/venues.md "What we call"): the run's `skipped`.
+  return { items, boards, skipped: boards.reduce((n, b) => n + b.skipped, 0) };
 }

@@ -21,8 +21,8 @@ import {
  */
 
 const FIXED = /^-?\d+(\.\d+)?$/;
-/** A fixed-point string; `""` (seen on empty books) and null mean "not set". */
-const fixed = z.union([z.string().regex(FIXED), z.literal('')]).nullish();
+/** A fixed-point string (a JSON number is read too); `""` (seen on empty books) and null mean "not set". */
+const fixed = z.union([z.string().trim().regex(FIXED), z.literal(''), z.number().finite().transform(String)]).nullish();
 const text = z.string().nullish();
 
 export const KalshiCatalogueMarketSchema = z.object({
@@ -51,12 +51,18 @@ export const KalshiCatalogueEventSchema = z.object({
   markets: z.array(z.unknown()).nullish(),
 });
 
+/** A listing's array; `null` (or absent) is an empty list (docs/venues.md "What we call"). */
+const nullList = z
+  .array(z.unknown())
+  .nullish()
+  .transform((v) => v ?? []);
+
 /** `GET /events` page envelope; `cursor` `""` (or absent) = the last page. */
-export const KalshiEventsEnvelopeSchema = z.object({ events: z.array(z.unknown()), cursor: z.string().nullish() });
+export const KalshiEventsEnvelopeSchema = z.object({ events: nullList, cursor: z.string().nullish() });
 /** `GET /events/{event_ticker}`: `event.markets` with nested markets; the top-level `markets` is deprecated. */
 export const KalshiEventEnvelopeSchema = z.object({ event: z.unknown(), markets: z.array(z.unknown()).nullish() });
 /** `GET /markets` envelope. */
-export const KalshiMarketsEnvelopeSchema = z.object({ markets: z.array(z.unknown()), cursor: z.string().nullish() });
+export const KalshiMarketsEnvelopeSchema = z.object({ markets: nullList, cursor: z.string().nullish() });
 /** `GET /series`: one un-paged response. */
 export const KalshiSeriesEnvelopeSchema = z.object({ series: z.array(z.unknown()).nullable() });
 const KalshiSeriesSchema = z.object({ ticker: z.string().trim().min(1).max(200), category: z.string().nullish() });

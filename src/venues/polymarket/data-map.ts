@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { wireInt, wireNumber } from '../wire.js';
 
 /**
  * Pure mapping from Polymarket Data API wire rows (docs/venues.md §1–2) to our
@@ -21,7 +22,10 @@ export function periodMs(p: Period): number | undefined {
 }
 
 const address = z.string().regex(/^0x[a-fA-F0-9]{40}$/);
-const finite = z.number().finite();
+/** Numbers as the SDKs read them: a JSON number or a decimal string (docs/venues.md "What we call"). */
+const finite = wireNumber;
+/** Unix seconds, as a number or a string of digits. */
+const unixSeconds = wireInt.pipe(z.number().nonnegative());
 const optText = z
   .string()
   .nullish()
@@ -52,7 +56,7 @@ const PositionBase = z.object({
   title: optText,
   slug: optText,
   outcome: optText,
-  outcomeIndex: z.number().int().nullish(),
+  outcomeIndex: wireInt.nullish(),
 });
 
 export const PositionRowSchema = PositionBase.extend({
@@ -68,7 +72,7 @@ export type PositionRow = z.infer<typeof PositionRowSchema>;
 export const ClosedPositionRowSchema = PositionBase.extend({
   totalBought: finite,
   realizedPnl: finite,
-  timestamp: z.number().int().nonnegative(),
+  timestamp: unixSeconds,
 });
 export type ClosedPositionRow = z.infer<typeof ClosedPositionRowSchema>;
 
@@ -79,7 +83,7 @@ export const TradeRowSchema = z.object({
   conditionId: z.string().min(1),
   size: finite,
   price: finite,
-  timestamp: z.number().int().nonnegative(),
+  timestamp: unixSeconds,
   title: optText,
   slug: optText,
   outcome: optText,

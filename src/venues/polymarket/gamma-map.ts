@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DECIMAL, wireNonNegative, wireProbability, wireStringArray } from '../wire.js';
 import {
   displayPrice,
   isProbability,
@@ -20,46 +21,24 @@ import {
  * counted, never turned into zeros.
  */
 
-const DECIMAL = /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/;
-
-/** Gamma encodes some arrays as JSON inside a string (`"[\"Yes\", \"No\"]"`): decode the second layer. */
-export function decodeJsonStringArray(value: string): string[] | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch {
-    return undefined;
-  }
-  if (!Array.isArray(parsed) || !parsed.every((v) => typeof v === 'string')) return undefined;
-  return parsed;
-}
 const numericId = z.string().regex(/^\d{1,20}$/);
 
-const jsonStringArray = z.string().transform((s, ctx) => {
-  const arr = decodeJsonStringArray(s);
-  if (!arr) {
-    ctx.addIssue({ code: 'custom', message: 'not a JSON-encoded array of strings' });
-    return z.NEVER;
-  }
-  return arr;
-});
-
-/** `outcomePrices`: a JSON string of decimal strings, each a probability. */
-const jsonProbabilities = jsonStringArray.transform((arr, ctx) => {
-  const out: number[] = [];
-  for (const v of arr) {
-    const n = DECIMAL.test(v.trim()) ? Number(v) : NaN;
-    if (!isProbability(n)) {
-      ctx.addIssue({ code: 'custom', message: 'outcome price is not in [0, 1]' });
-      return z.NEVER;
+/** `outcomePrices`: a JSON string of decimal strings (or an array of numbers or decimal strings), each a probability. */
+const wireProbabilities = z.union([
+  z.array(wireProbability),
+  wireStringArray.transform((arr, ctx) => {
+    const out: number[] = [];
+    for (const v of arr) {
+      const n = DECIMAL.test(v.trim()) ? Number(v) : NaN;
+      if (!isProbability(n)) {
+        ctx.addIssue({ code: 'custom', message: 'outcome price is not in [0, 1]' });
+        return z.NEVER;
+      }
+      out.push(n);
     }
-    out.push(n);
-  }
-  return out;
-});
-
-const probability = z.number().finite().min(0).max(1);
-const nonNegative = z.number().finite().nonnegative();
+    return out;
+  }),
+]);
 
 /** Only what decides whether a nested market belongs to the group: read before the strict parse. */
 const MarketFlagsSchema = z.object({ active: z.boolean().nullish(), closed: z.boolean().nullish() });
@@ -68,23 +47,25 @@ export const GammaCatalogueMarketSchema = z.object({
   id: numericId,
   question: z.string().trim().min(1).max(1000),
   groupItemTitle: z.string().nullish(),
-  outcomes: jsonStringArray.refine((a) => a.length >= 2 && a.every((o) => o.trim().length > 0), 'at least two named outcomes'),
-  outcomePrices: jsonProbabilities.nullish(),
-  clobTokenIds: jsonStringArray.nullish(),
+  outcomes: wireStringArray.refine((a) => a.length >= 2 && a.every((o) => o.trim().length > 0), 'at least two named outcomes'),
+  outcomePrices: wireProbabilities.nullish(),
+  // The outcome token ids: read by `version` in gammaTokenIds, so a field the market does not use cannot fail it.
+  clobTokenIds: z.unknown().optional(),
   // Names the market in Data API trades (docs/venues.md "What we call", big trades); anything but a hex id says nothing.
   conditionId: z
     .string()
     .regex(/^0x[0-9a-fA-F]{1,64}$/)
     .nullish()
     .catch(null),
-  positionIds: z.array(z.string()).nullish(),
+  positionIds: z.unknown().optional(),
   version: z.string().nullish(),
-  bestBid: probability.nullish(),
-  bestAsk: probability.nullish(),
-  lastTradePrice: probability.nullish(),
-  volume: z.string().regex(DECIMAL).nullish(),
-  volumeNum: nonNegative.nullish(),
-  volume24hr: nonNegative.nullish(),
+  // Numbers as the SDKs read them: a JSON number or a decimal string (docs/venues.md "What we call").
+  bestBid: wireProbability.nullish(),
+  bestAsk: wireProbability.nullish(),
+  lastTradePrice: wireProbability.nullish(),
+  volume: wireNonNegative.nullish(),
+  volumeNum: wireNonNegative.nullish(),
+  volume24hr: wireNonNegative.nullish(),
   active: z.boolean().nullish(),
   closed: z.boolean().nullish(),
   umaResolutionStatus: z.string().nullish(),
@@ -185,9 +166,21 @@ export function gammaYesPrice(m: GammaCatalogueMarket, status: MarketStatus, pri
 }
 
 function marketVolume(m: Pick<GammaCatalogueMarket, 'volumeNum' | 'volume'>): number {
-  if (m.volumeNum != null) return m.volumeNum;
-  const v = m.volume != null ? Number(m.volume) : 0;
-  return Number.isFinite(v) && v >= 0 ? v : 0;
+  return m.volumeNum ?? m.volume ?? 0;
+}
+
+/**
+ * The market's outcome token ids, picked by `version` (docs/venues.md §3, "What
+ * we call"): Protocol V2 markets (`"v2"`) use `positionIds`, every other market
+ * `clobTokenIds`; either may be a real array or a JSON-encoded string.
+ * Undefined when the field the market uses is malformed (the market is
+ * skipped); an empty array when it is absent (a market without tokens).
+ */
+export function gammaTokenIds(m: Pick<GammaCatalogueMarket, 'version' | 'clobTokenIds' | 'positionIds'>): string[] | undefined {
+  const raw = m.version === 'v2' ? m.positionIds : m.clobTokenIds;
+  if (raw == null) return [];
+  const r = wireStringArray.safeParse(raw);
+  return r.success ? r.data : undefined;
 }
 
 /** docs/venues.md "Categories": tag slugs, in this order; the first rule whose slug the event carries wins. */
@@ -262,7 +255,7 @@ export function mapGammaCatalogueEvent(raw: unknown): MapResult<CatalogueGroup> 
   const e = parsed.data;
   let skipped = 0;
   const feeTypes: Array<string | null | undefined> = [];
-  const members: GammaCatalogueMarket[] = [];
+  const members: Array<{ m: GammaCatalogueMarket; tokens: string[] }> = [];
   for (const rm of e.markets ?? []) {
     const flags = MarketFlagsSchema.safeParse(rm);
     if (!flags.success) {
@@ -272,14 +265,13 @@ export function mapGammaCatalogueEvent(raw: unknown): MapResult<CatalogueGroup> 
     const m = GammaCatalogueMarketSchema.safeParse(rm);
     if (m.success) feeTypes.push(m.data.feeType);
     if (isGammaPlaceholder(flags.data)) continue;
-    if (m.success) members.push(m.data);
+    const tokens = m.success ? gammaTokenIds(m.data) : undefined;
+    if (m.success && tokens) members.push({ m: m.data, tokens });
     else skipped++;
   }
-  const markets: CatalogueMarket[] = members.map((m) => {
+  const markets: CatalogueMarket[] = members.map(({ m, tokens }) => {
     const status = gammaMarketStatus(m);
     const priced = gammaPricedOutcome(m.outcomes);
-    // Protocol V2 markets carry a real array in positionIds; pick by version, not by presence (docs/venues.md §3).
-    const tokens = m.version === 'v2' ? (m.positionIds ?? []) : (m.clobTokenIds ?? []);
     return {
       id: `pm-${m.id}`,
       venue: 'polymarket',

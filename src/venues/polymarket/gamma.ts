@@ -23,7 +23,20 @@ export const GAMMA_KEYSET_LIMIT = 100;
 /** 100,000 events at 100 a page: far above today's ≈ 22,000; a pass that reaches it ends unfinished. */
 const KEYSET_MAX_PAGES = 1000;
 
-export const GammaKeysetEnvelopeSchema = z.object({ events: z.array(z.unknown()), next_cursor: z.string().min(1).nullish() });
+/**
+ * `{ events, next_cursor }`. As the SDKs read it: `events: null` is an empty
+ * page, and an empty `next_cursor` (`""`) ends the listing like an absent one.
+ */
+export const GammaKeysetEnvelopeSchema = z.object({
+  events: z
+    .array(z.unknown())
+    .nullish()
+    .transform((v) => v ?? []),
+  next_cursor: z
+    .string()
+    .nullish()
+    .transform((v) => v || undefined),
+});
 
 export interface GammaKeysetOptions {
   /** Resume after this cursor (a previous page's `nextCursor`). */
@@ -64,7 +77,7 @@ export async function* listGammaEventsKeyset(client: GammaOptions, opts: GammaKe
       env.data.events,
       mapGammaCatalogueEvent,
       pass,
-      env.data.next_cursor ?? undefined,
+      env.data.next_cursor,
       () => new UpstreamError('Gamma /events/keyset repeated a cursor', 200, url),
     );
     yield out;

@@ -133,8 +133,9 @@ export function serveClob(server: FakeServer, state: ClobState): void {
   });
 }
 
-/** Reads a Gamma JSON-string array, or undefined. */
+/** Reads a Gamma JSON-string array (or a real array), or undefined. */
 function arr(v: unknown): string[] | undefined {
+  if (Array.isArray(v)) return v.map(String);
   if (typeof v !== 'string') return undefined;
   try {
     const a = JSON.parse(v);
@@ -144,24 +145,33 @@ function arr(v: unknown): string[] | undefined {
   }
 }
 
+/** A Gamma market's outcome tokens: `positionIds` on Protocol V2 markets, `clobTokenIds` on the others (docs/venues.md §3). */
+function tokensOf(m: any): string[] | undefined {
+  return arr(m?.version === 'v2' ? m.positionIds : m?.clobTokenIds);
+}
+
 /** The market of the Gamma state (explicit or generated) holding a token, and the token's outcome index. */
 function findToken(gamma: GammaState, tokenId: string): { market: any; side: number } | undefined {
   const owner = gamma.generated?.tokenOwner(tokenId);
   if (owner) {
     const e = gamma.generated!.event(owner.event);
-    const market = e.markets.find((m: any) => arr(m.clobTokenIds)?.[owner.side] === tokenId);
+    const market = e.markets.find((m: any) => tokensOf(m)?.[owner.side] === tokenId);
     return market ? { market, side: owner.side } : undefined;
   }
   for (const e of gamma.events) {
     for (const m of e?.markets ?? []) {
-      const side = arr(m?.clobTokenIds)?.indexOf(tokenId) ?? -1;
+      const side = tokensOf(m)?.indexOf(tokenId) ?? -1;
       if (side >= 0) return { market: m, side };
     }
   }
   return undefined;
 }
 
-const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+/** A Gamma number: a JSON number or a decimal string. */
+const num = (v: unknown) => {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v.trim()) ? Number(v) : NaN;
+  return Number.isFinite(n) ? n : undefined;
+};
 
 /** A book per token from the Gamma markets: `bestBid`/`bestAsk`/`lastTradePrice` price the first token; the second mirrors it. */
 export function gammaBookOf(gamma: () => GammaState): (tokenId: string) => Book | undefined {

@@ -19,11 +19,19 @@ import type { GeneratedPolymarket } from './generate.js';
  * next (what paging by a moving order does), and any order other than `id`
  * pages by position, so a change between pages duplicates or skips rows as
  * on the venue.
+ * Shapes the venues' SDKs accept and our parser must too (docs/venues.md
+ * "What we call"): `state.emptyCursorAtEnd` sends `next_cursor: ""` on the
+ * last page instead of leaving it out; `state.nullWhenEmpty` answers an empty
+ * page with `events: null`. Rows may carry numbers as decimal strings and
+ * `positionIds` as a JSON-encoded string (sdkShapes below; the generated
+ * catalogue has them at a steady rate).
  */
 export interface GammaState {
   events: any[];
   generated?: GeneratedPolymarket;
   overlap?: number;
+  emptyCursorAtEnd?: boolean;
+  nullWhenEmpty?: boolean;
 }
 
 /** The whole catalogue in `order=id&ascending=false` order: generated ids above explicit ones. */
@@ -125,8 +133,10 @@ function keyset(state: GammaState, req: FakeRequest) {
     const e = v.row(at(k));
     if (closedOf(e) === closed) events.push(e);
   }
-  const body: { events: any[]; next_cursor?: string } = { events };
+  const body: { events: any[] | null; next_cursor?: string } = { events };
   if (events.length === limit) body.next_cursor = encode({ o: order, p: k, id: String(events[events.length - 1]?.id) });
+  else if (state.emptyCursorAtEnd) body.next_cursor = '';
+  if (events.length === 0 && state.nullWhenEmpty) body.events = null;
   return { body };
 }
 
@@ -200,6 +210,20 @@ export function gammaMarket(id: string, question: string, yes: number, volume: n
     lastTradePrice: yes,
     ...extra,
   };
+}
+
+/**
+ * A market as some SDK fixtures and captures show it (docs/venues.md "What we
+ * call"): `bestBid`/`bestAsk`/`lastTradePrice`/`volumeNum`/`volume24hr`/
+ * `spread` as decimal strings, `positionIds` as a JSON-encoded string (here on
+ * a market that is not `version: "v2"`, where it is not even used).
+ */
+export function sdkShapes(market: Record<string, any>): Record<string, any> {
+  const out: Record<string, any> = { ...market };
+  for (const k of ['bestBid', 'bestAsk', 'lastTradePrice', 'volumeNum', 'volume24hr', 'spread', 'liquidityNum', 'oneDayPriceChange'])
+    if (typeof out[k] === 'number') out[k] = String(out[k]);
+  if (out.version !== 'v2') out.positionIds = JSON.stringify(['0x' + 'ab'.repeat(32)]);
+  return out;
 }
 
 export function gammaEvent(id: string, slug: string, title: string, markets: any[], extra: Record<string, unknown> = {}) {

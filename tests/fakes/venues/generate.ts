@@ -9,7 +9,9 @@
  * nested in open events, untraded markets, wide spreads; Kalshi outcome
  * markets sharing one `title`, untraded strikes (bid 0 / ask 1 / last 0),
  * `initialized` and `finalized` nested markets, events whose series is
- * missing from `/series`, and a stale deprecated event `category`.
+ * missing from `/series`, and a stale deprecated event `category`; the
+ * shapes the SDKs accept (numbers as decimal strings, Protocol V2
+ * `positionIds` as an array or a JSON-encoded string).
  * `patch(id, fn)` changes one generated event (close it, move a price).
  */
 
@@ -172,6 +174,15 @@ export function generatePolymarket(o: PolymarketGenOptions): GeneratedPolymarket
       delete m.bestBid;
       delete m.bestAsk;
     }
+    // What the SDKs accept, at a steady rate (docs/venues.md "What we call"): Protocol V2 markets whose
+    // tokens are in `positionIds` (an array or a JSON-encoded string), V1 markets that carry an unused
+    // JSON-string `positionIds`, and numbers sent as decimal strings.
+    const q = mix(seed, j, 9);
+    if (q % 13 === 0) Object.assign(m, { version: 'v2', positionIds: q % 2 ? [yesToken(j), noToken(j)] : m.clobTokenIds });
+    else if (q % 13 === 1) Object.assign(m, { version: 'v1', positionIds: JSON.stringify(['0x' + 'ab'.repeat(32)]) });
+    if (q % 7 === 3)
+      for (const k of ['bestBid', 'bestAsk', 'lastTradePrice', 'volumeNum', 'volume24hr', 'spread'])
+        if (typeof m[k] === 'number') m[k] = String(m[k]);
     return m;
   }
 
@@ -216,7 +227,7 @@ export function generatePolymarket(o: PolymarketGenOptions): GeneratedPolymarket
         closed: false,
         archived: false,
         liquidity: 20579.7452,
-        volume: markets.reduce((s, m) => s + m.volumeNum, 0),
+        volume: markets.reduce((s, m) => s + Number(m.volumeNum), 0),
         volume24hr: api.volume24hr(i),
         negRisk: kind(i) === 4 || kind(i) === 5,
         commentCount: 0,

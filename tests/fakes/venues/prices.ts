@@ -31,7 +31,7 @@ export function setKalshiYes(m: any, p: number, spread = 0.02): void {
 
 /** The yes price a Gamma wire market shows now (its book's midpoint, else its last trade). */
 export function gammaYesOf(m: any): number {
-  if (typeof m.bestBid === 'number' && typeof m.bestAsk === 'number') return (m.bestBid + m.bestAsk) / 2;
+  if (m.bestBid != null && m.bestAsk != null) return (Number(m.bestBid) + Number(m.bestAsk)) / 2;
   return Number(m.lastTradePrice ?? JSON.parse(m.outcomePrices)[0]);
 }
 
