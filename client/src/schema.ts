@@ -3576,6 +3576,7 @@ export interface operations {
                      *           "startedAt": "2026-11-26T21:00:00.000Z",
                      *           "finishedAt": "2026-11-26T21:00:00.000Z",
                      *           "items": 12,
+                     *           "skipped": 1,
                      *           "error": "HTTP 503 from the venue after 4 attempts"
                      *         }
                      *       ]
@@ -3631,6 +3632,7 @@ export interface operations {
                      *       "startedAt": "2026-11-26T21:00:00.000Z",
                      *       "finishedAt": "2026-11-26T21:00:00.000Z",
                      *       "items": 12,
+                     *       "skipped": 1,
                      *       "error": "HTTP 503 from the venue after 4 attempts"
                      *     }
                      */
@@ -3725,6 +3727,7 @@ export interface operations {
                      *           "startedAt": "2026-11-26T21:00:00.000Z",
                      *           "finishedAt": "2026-11-26T21:00:00.000Z",
                      *           "items": 12,
+                     *           "skipped": 1,
                      *           "error": "HTTP 503 from the venue after 4 attempts"
                      *         }
                      *       ]
