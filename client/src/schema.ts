@@ -5351,7 +5351,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK: The database (and Redis, when configured) answer */
+            /** @description OK: The database answers (Redis down is degraded, not unready) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5360,9 +5360,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "status": "ok",
-                     *       "checks": {
-                     *         "key": "ok"
-                     *       }
+                     *       "database": "ok",
+                     *       "redis": "ok"
                      *     }
                      */
                     "application/json": {
