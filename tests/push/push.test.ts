@@ -57,16 +57,16 @@ describe('POST /api/v1/push/register', () => {
     expect(rows.map((r) => [r.token, r.platform])).toEqual([['ExponentPushToken[reg-1]', 'android']]);
   });
 
-  it('a token registered to another user is never moved (409) until its owner unregisters it', async () => {
+  it('a token registered to another user moves to the caller; the previous owner unregistering later leaves it (decisions §6)', async () => {
     const a = await createUser(t.app);
     const b = await createUser(t.app);
     await register(a.auth, { token: 'ExponentPushToken[moving]', platform: 'ios' });
-    expectProblemShape(await register(b.auth, { token: 'ExponentPushToken[moving]', platform: 'web' }), 409, 'CONFLICT');
-    expect((await devicesOf(a.id)).map((r) => [r.token, r.platform])).toEqual([['ExponentPushToken[moving]', 'ios']]);
-    expect(await devicesOf(b.id)).toEqual([]);
-    // The owner signs out on that device and unregisters it: now it is the next user's.
-    expect((await unregister(a.auth, { token: 'ExponentPushToken[moving]' })).statusCode).toBe(200);
+    // One phone, another account, no clean sign-out on the first: the token is the caller's now.
     expect((await register(b.auth, { token: 'ExponentPushToken[moving]', platform: 'web' })).statusCode).toBe(201);
+    expect(await devicesOf(a.id)).toEqual([]);
+    expect((await devicesOf(b.id)).map((r) => [r.token, r.platform])).toEqual([['ExponentPushToken[moving]', 'web']]);
+    // The first account's app unregisters late: only its own registration could go, so b keeps it.
+    expect((await unregister(a.auth, { token: 'ExponentPushToken[moving]' })).statusCode).toBe(200);
     expect((await devicesOf(b.id)).map((r) => r.token)).toEqual(['ExponentPushToken[moving]']);
   });
 

@@ -26,10 +26,11 @@ export const pushRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Register a device for push notifications',
         description:
           'Idempotent upsert by token: registering the same token again answers 201 again (the platform is updated). A token ' +
-          'registered to another account is never moved: 409 CONFLICT until that account unregisters it (or Expo reports ' +
-          'the device gone). Apps unregister their token when the user signs out, so the next user of the device can register it.',
+          'registered to another account moves to the caller (one phone, another account: the app cannot always unregister at ' +
+          'sign-out, and the token is a device secret only the device holds). Unregister removes only the caller’s own ' +
+          'registration, so the previous owner unregistering later leaves the new owner’s in place (docs/decisions.md §6).',
         body: RegisterDeviceBodySchema,
-        response: { 201: MessageSchema, ...problemResponses(400, 401, 409) },
+        response: { 201: MessageSchema, ...problemResponses(400, 401) },
       },
     },
     async (request, reply) => {

@@ -1,6 +1,5 @@
 import { and, asc, eq, inArray, lt, sql } from 'drizzle-orm';
 import { notificationDeliveries, pushDevices, pushPreferences, pushTickets } from '../../../drizzle/index.js';
-import { AppError } from '../../errors.js';
 import type { DbOrTx } from '../../db/index.js';
 import type { Clock, ServiceDeps } from '../../lib/deps.js';
 import { UpstreamError } from '../../lib/http.js';
@@ -11,22 +10,17 @@ import { heldByQuietHours, type QuietHours } from './quiet-hours.js';
 import type { PushPreferences, UpdatePushPreferences } from './schemas.js';
 
 /**
- * Idempotent upsert by token for its owner. A token registered to another user
- * is not moved (409 CONFLICT): anyone who learned a device's token could
- * otherwise silence the owner's notifications and send their own to the
- * owner's device. It becomes registrable again once the owner unregisters it
- * (or Expo reports the device gone).
+ * Idempotent upsert by token (docs/decisions.md §6). A token registered to another account
+ * moves to the caller: one phone signed into another account, whose app could not unregister
+ * at sign-out. The token is a device secret only the device's app holds (never logged or
+ * returned), so whoever presents it is that device's current user.
  */
 export async function registerDevice(deps: { db: DbOrTx; clock: Clock }, userId: string, token: string, platform: string) {
   const now = deps.clock();
-  const rows = await deps.db
+  await deps.db
     .insert(pushDevices)
     .values({ token, userId, platform, createdAt: now, updatedAt: now })
-    .onConflictDoUpdate({ target: pushDevices.token, set: { platform, updatedAt: now }, setWhere: eq(pushDevices.userId, userId) })
-    .returning({ token: pushDevices.token });
-  if (rows.length === 0) {
-    throw new AppError(409, 'CONFLICT', 'This device token is registered to another account; it must be unregistered there first');
-  }
+    .onConflictDoUpdate({ target: pushDevices.token, set: { userId, platform, updatedAt: now } });
 }
 
 /** Removes the caller's own device; an unknown token or someone else's is left alone (still 200). */
