@@ -47,6 +47,8 @@ interface NoticeRow {
 }
 
 const TEXT_MAX = 200;
+/** Notifications stored per statement. */
+const STORE_CHUNK = 2_000;
 const clip = (s: string) => (s.length <= TEXT_MAX ? s : `${s.slice(0, TEXT_MAX - 1)}…`);
 const cents = (p: number) => `${Math.round(p * 1000) / 10}¢`;
 
@@ -127,7 +129,12 @@ async function send(deps: NotifyDeps, found: SQL, subject: SQL, onConflict: SQL)
           )
           select f.* from found f join ins on ins.user_id = f.user_id and ins.type = f.type and ins.subject = ${subject}`,
     );
-    return storeNotifications(deps, tx, now, sent.map(lifecycleNotification));
+    // In chunks: one statement's parameters stay far below PostgreSQL's 65,535 however many watchers a change has.
+    const out = [];
+    for (let i = 0; i < sent.length; i += STORE_CHUNK) {
+      out.push(...(await storeNotifications(deps, tx, now, sent.slice(i, i + STORE_CHUNK).map(lifecycleNotification))));
+    }
+    return out;
   });
   announceNotifications(deps, stored);
   return stored.length;
