@@ -12,6 +12,7 @@ import { eq } from 'drizzle-orm';
 /** docs/decisions.md §18.2, §18.3, §18.5: follows and `trader_trade` notifications, black-box against the Data v2 fake. */
 const addr = (s: string) => `0x${createHash('sha1').update(`follows-${s}`).digest('hex')}`;
 
+const INTERNAL = 'internal-follows-test-token-0123456789';
 let data: FakeDataApi;
 let activity: FakeActivity;
 let t: TestApp;
@@ -37,7 +38,10 @@ async function poll() {
 beforeAll(async () => {
   data = await startFakeDataApi();
   activity = serveDataV2Activity(data.server, { now: () => now });
-  t = await buildTestApp({ POLYMARKET_DATA_API_URL: data.url }, { venueClients: FAST_VENUES, clock: () => new Date(now) });
+  t = await buildTestApp(
+    { POLYMARKET_DATA_API_URL: data.url, INTERNAL_API_TOKEN: INTERNAL },
+    { venueClients: FAST_VENUES, clock: () => new Date(now) },
+  );
 });
 afterAll(async () => {
   await t?.close();
@@ -276,7 +280,26 @@ describe('trader_trade notifications (follows-poll)', () => {
     expect(off.json().types.trader_trade).toBe(false);
   });
 
-  it('follows-poll is a job like every job: listed with its schedule', async () => {
+  it('the internal notify route takes trader_trade like every type', async () => {
+    const u = await createUser(t.app);
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/internal/notifications',
+      headers: { authorization: `Bearer ${INTERNAL}` },
+      payload: { userId: u.id, type: 'trader_trade', title: 'Whale bought Yes on X', message: 'm', data: { walletAddress: addr('w') } },
+    });
+    expect(res.statusCode).toBe(201);
+    expect(res.json()).toMatchObject({ type: 'trader_trade' });
+  });
+
+  it('follows-poll runs now through the internal jobs route and is listed with its schedule', async () => {
+    const run = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/internal/jobs/follows-poll',
+      headers: { authorization: `Bearer ${INTERNAL}` },
+    });
+    expect(run.statusCode).toBe(200);
+    expect(run.json()).toMatchObject({ name: 'follows-poll', ok: true });
     expect(t.app.jobs.names()).toContain('follows-poll');
     const statuses = await t.app.jobs.statuses();
     expect(statuses.find((s) => s.name === 'follows-poll')).toMatchObject({ schedule: '* * * * *' });
