@@ -7,7 +7,7 @@ import { startFakeTelegram, type FakeTelegram } from './fakes/telegram.js';
 import { createUser, expectProblemShape, recordPublishes } from './notifications/fixtures.js';
 import { notify, type NotifyDeps } from '../src/domains/notifications/service.js';
 import { drainDeliveries } from '../src/domains/notifications/delivery.js';
-import { insideQuietHours, isTimeZone, localMinutes, releaseHeldDeliveries } from '../src/domains/push/quiet-hours.js';
+import { insideQuietHours, isTimeZone, localMinutes, releaseHeldDeliveries } from '../src/domains/notifications/quiet-hours.js';
 import type { NotificationType } from '../src/domains/notifications/types.js';
 
 // docs/decisions.md §14.4: quiet hours hold push and Telegram deliveries and release them as one digest per channel.

@@ -1,5 +1,5 @@
 import { sweepDeliveries } from '../domains/notifications/delivery.js';
-import { releaseHeldDeliveries } from '../domains/push/quiet-hours.js';
+import { releaseHeldDeliveries } from '../domains/notifications/quiet-hours.js';
 import type { JobDefinition } from './types.js';
 
 /**

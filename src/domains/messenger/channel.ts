@@ -3,7 +3,7 @@ import { messengerBindings, pushPreferences } from '../../../drizzle/index.js';
 import { rows } from '../../db/index.js';
 import type { ClaimedDelivery, DeliveryContext, DeliveryResult, NotificationChannel } from '../notifications/types.js';
 import type { FloodControl } from './flood.js';
-import { heldByQuietHours } from '../push/quiet-hours.js';
+import { heldByQuietHours } from '../notifications/quiet-hours.js';
 import { deleteBindingIfChat, moveBindingChat } from './queries.js';
 import { sendMessage, TelegramApiError } from './telegram.js';
 

@@ -8,7 +8,7 @@ import {
   UpdatePushPreferencesBodySchema,
 } from './schemas.js';
 import { kickInBackground, processDueDeliveries } from '../notifications/delivery.js';
-import { releaseHeldDeliveries } from './quiet-hours.js';
+import { releaseHeldDeliveries } from '../notifications/quiet-hours.js';
 import { getPreferences, registerDevice, unregisterDevice, updatePreferences } from './service.js';
 
 /**

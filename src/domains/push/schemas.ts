@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { NOTIFICATION_TYPES, NotificationTypeSchema } from '../notifications/types.js';
-import { HHMM, isTimeZone } from './quiet-hours.js';
+import { HHMM, isTimeZone } from '../notifications/quiet-hours.js';
 
 export const PushTokenSchema = z
   .string()

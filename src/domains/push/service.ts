@@ -6,7 +6,7 @@ import { UpstreamError } from '../../lib/http.js';
 import type { Semaphore } from '../../lib/semaphore.js';
 import { NOTIFICATION_TYPES, type ClaimedDelivery, type DeliveryContext, type DeliveryResult } from '../notifications/types.js';
 import { chunk, EXPO_RECEIPT_BATCH, EXPO_SEND_BATCH, getExpoReceipts, sendExpoBatch, type ExpoMessage, type ExpoTicket } from './expo.js';
-import { heldByQuietHours, type QuietHours } from './quiet-hours.js';
+import { heldByQuietHours, type QuietHours } from '../notifications/quiet-hours.js';
 import type { PushPreferences, UpdatePushPreferences } from './schemas.js';
 
 /**

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { rows, type DbOrTx } from '../../db/index.js';
-import { DELIVERY_DEADLINE_MS } from '../notifications/delivery.js';
+import { DELIVERY_DEADLINE_MS } from './delivery.js';
 
 /**
  * Quiet hours (docs/decisions.md §14.4): while the user's local wall time is
