@@ -94,17 +94,17 @@ describe('metrics (docs/decisions.md §15.1)', () => {
   });
 
   it('times HTTP requests by route pattern and status, never by raw URL', async () => {
-    const unmatched = { method: 'GET', route: 'unmatched', status_code: '404' };
-    const before = sample(await scrape(), 'http_request_duration_seconds_count', unmatched) ?? 0;
+    const unmatched = { method: 'GET', route: 'unmatched', status: '404' };
+    const before = sample(await scrape(), 'predict_http_request_duration_seconds_count', unmatched) ?? 0;
     expect((await fetch(`${api}/health/live`)).status).toBe(200);
     expect((await fetch(`${api}/api/v1/events/no-such-event-slug-xyz`)).status).toBe(404);
     expect((await fetch(`${api}/api/v1/nothing-here-abc`)).status).toBe(404);
     const text = await scrape();
-    expect(sample(text, 'http_request_duration_seconds_count', { method: 'GET', route: '/health/live', status_code: '200' })).toBe(1);
-    expect(sample(text, 'http_request_duration_seconds_count', { method: 'GET', route: '/api/v1/events/:slug', status_code: '404' })).toBe(
-      1,
-    );
-    expect(sample(text, 'http_request_duration_seconds_count', unmatched)).toBe(before + 1);
+    expect(sample(text, 'predict_http_request_duration_seconds_count', { method: 'GET', route: '/health/live', status: '200' })).toBe(1);
+    expect(
+      sample(text, 'predict_http_request_duration_seconds_count', { method: 'GET', route: '/api/v1/events/:slug', status: '404' }),
+    ).toBe(1);
+    expect(sample(text, 'predict_http_request_duration_seconds_count', unmatched)).toBe(before + 1);
     expect(text).not.toContain('no-such-event-slug-xyz');
     expect(text).not.toContain('nothing-here-abc');
   });
@@ -121,7 +121,9 @@ describe('metrics (docs/decisions.md §15.1)', () => {
     }
     expect(statuses.at(-1)).toBe(429);
     const text = await scrape();
-    expect(sample(text, 'http_rate_limited_total', { route: '/api/v1/auth/activate-key' })).toBe(statuses.filter((s) => s === 429).length);
+    expect(sample(text, 'predict_http_rate_limited_total', { route: '/api/v1/auth/activate-key' })).toBe(
+      statuses.filter((s) => s === 429).length,
+    );
   });
 
   it('counts job runs, failures, durations and the last success; venue calls by API and status', async () => {
@@ -132,14 +134,18 @@ describe('metrics (docs/decisions.md §15.1)', () => {
     expect((await run('calls-venue')).ok).toBe(true);
     expect((await run('always-fails')).ok).toBe(false);
     const text = await scrape();
-    expect(sample(text, 'job_runs_total', { job: 'calls-venue', outcome: 'success' })).toBe(1);
-    expect(sample(text, 'job_runs_total', { job: 'always-fails', outcome: 'failure' })).toBe(1);
-    expect(sample(text, 'job_duration_seconds_count', { job: 'calls-venue' })).toBe(1);
-    const lastSuccess = sample(text, 'job_last_success_timestamp_seconds', { job: 'calls-venue' });
+    expect(sample(text, 'predict_job_runs_total', { job: 'calls-venue', outcome: 'success' })).toBe(1);
+    expect(sample(text, 'predict_job_runs_total', { job: 'always-fails', outcome: 'failure' })).toBe(1);
+    expect(sample(text, 'predict_job_duration_seconds_count', { job: 'calls-venue' })).toBe(1);
+    const lastSuccess = sample(text, 'predict_job_last_success_timestamp_seconds', { job: 'calls-venue' });
     expect(lastSuccess).toBeGreaterThan(Date.now() / 1000 - 600);
-    expect(sample(text, 'job_last_success_timestamp_seconds', { job: 'always-fails' })).toBeUndefined();
-    expect(sample(text, 'upstream_request_duration_seconds_count', { api: 'polymarket-gamma', status: '200' })).toBe(1);
-    expect(sample(text, 'upstream_request_duration_seconds_count', { api: 'polymarket-gamma', status: '404' })).toBe(1);
+    expect(sample(text, 'predict_job_last_success_timestamp_seconds', { job: 'always-fails' })).toBeUndefined();
+    expect(sample(text, 'predict_job_consecutive_failures', { job: 'always-fails' })).toBe(1);
+    expect(sample(text, 'predict_job_consecutive_failures', { job: 'calls-venue' })).toBe(0);
+    expect((await run('always-fails')).ok).toBe(false);
+    expect(sample(await scrape(), 'predict_job_consecutive_failures', { job: 'always-fails' })).toBe(2);
+    expect(sample(text, 'predict_upstream_request_duration_seconds_count', { api: 'polymarket-gamma', status: '200' })).toBe(1);
+    expect(sample(text, 'predict_upstream_request_duration_seconds_count', { api: 'polymarket-gamma', status: '404' })).toBe(1);
     expect(text).not.toContain(venue.url);
   });
 
@@ -158,21 +164,24 @@ describe('metrics (docs/decisions.md §15.1)', () => {
     await t.db.rows(sql`insert into notification_deliveries (notification_id, channel, status) values (${n.id}, 'push', 'failed')`);
 
     const text = await scrape();
-    const prices = sample(text, 'venue_data_age_seconds', { venue: 'polymarket', data: 'prices' })!;
+    const now = Date.now() / 1000;
+    const prices = now - sample(text, 'predict_venue_data_last_update_timestamp_seconds', { venue: 'polymarket', data: 'prices' })!;
     expect(prices).toBeGreaterThanOrEqual(29);
     expect(prices).toBeLessThan(600);
-    expect(sample(text, 'venue_data_age_seconds', { venue: 'polymarket', data: 'events' })).toBeGreaterThanOrEqual(119);
-    expect(sample(text, 'outbox_rows', { channel: 'push', status: 'failed' })).toBe(1);
-    expect(sample(text, 'outbox_rows', { channel: 'messenger', status: 'pending' })).toBe(0);
+    const events = now - sample(text, 'predict_venue_data_last_update_timestamp_seconds', { venue: 'polymarket', data: 'events' })!;
+    expect(events).toBeGreaterThanOrEqual(119);
+    expect(sample(text, 'predict_delivery_channel_paused', { channel: 'push' })).toBe(0);
+    expect(sample(text, 'predict_outbox_rows', { channel: 'push', status: 'failed' })).toBe(1);
+    expect(sample(text, 'predict_outbox_rows', { channel: 'messenger', status: 'pending' })).toBe(0);
   });
 
   it('reports Socket.IO connections and the database pool', async () => {
     const socket = await connect(api, { token: signToken(newUserId()) });
     try {
       const text = await scrape();
-      expect(sample(text, 'socketio_connections')).toBe(1);
-      expect(sample(text, 'db_pool_max_connections')).toBe(t.db.poolMax);
-      if (t.db.kind === 'postgres') expect(sample(text, 'db_pool_connections', { state: 'active' })).toBeGreaterThanOrEqual(1);
+      expect(sample(text, 'predict_socketio_connections')).toBe(1);
+      expect(sample(text, 'predict_db_pool_max_connections')).toBe(t.db.poolMax);
+      if (t.db.kind === 'postgres') expect(sample(text, 'predict_db_pool_connections', { state: 'active' })).toBeGreaterThanOrEqual(1);
     } finally {
       socket.close();
     }

@@ -37,10 +37,18 @@ const JOB_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const UPSTREAM_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const METHOD_INDEX: Record<string, number> = { GET: 0, POST: 1, PUT: 2, PATCH: 3, DELETE: 4, HEAD: 5, OPTIONS: 6 };
 const OUTBOX_CHANNELS = ['push', 'messenger'];
+/**
+ * Every metric of this service starts with it (Prometheus naming: one
+ * application prefix, base units, `_total` counters, timestamps in
+ * `_timestamp_seconds`); prom-client's process and Node.js metrics keep their
+ * standard names. deploy/grafana and deploy/prometheus use these names, and
+ * tests/deploy.test.ts checks them against a scrape.
+ */
+export const METRIC_PREFIX = 'predict_';
 const OUTBOX_STATUSES = ['pending', 'sent', 'skipped', 'failed'];
 
 interface Cell {
-  labels: { method: string; route: string; status_code: string };
+  labels: { method: string; route: string; status: string };
   /** Observations per bucket (not cumulative); the last slot is +Inf. */
   counts: Float64Array;
   sum: number;
@@ -64,7 +72,7 @@ class RequestHistogram {
     private readonly bounds: number[],
   ) {}
   cell(method: string, route: string, status: string): Cell {
-    const c: Cell = { labels: { method, route, status_code: status }, counts: new Float64Array(this.bounds.length + 1), sum: 0, count: 0 };
+    const c: Cell = { labels: { method, route, status }, counts: new Float64Array(this.bounds.length + 1), sum: 0, count: 0 };
     this.cells.push(c);
     return c;
   }
@@ -155,13 +163,13 @@ export const metricsPlugin = fp(
     collectDefaultMetrics({ register: registry });
 
     const httpDuration = new RequestHistogram(
-      'http_request_duration_seconds',
+      `${METRIC_PREFIX}http_request_duration_seconds`,
       'HTTP requests by method, route pattern and status code',
       HTTP_BUCKETS,
     );
     registry.registerMetric(httpDuration as never);
     const rateLimited = new Counter({
-      name: 'http_rate_limited_total',
+      name: `${METRIC_PREFIX}http_rate_limited_total`,
       help: 'Requests refused with 429 RATE_LIMITED, by route pattern',
       labelNames: ['route'] as const,
       registers: [registry],
@@ -190,19 +198,19 @@ export const metricsPlugin = fp(
     app.addHook('onResponse', observe);
 
     const jobRuns = new Counter({
-      name: 'job_runs_total',
+      name: `${METRIC_PREFIX}job_runs_total`,
       help: 'Job runs finished on this instance, by job and outcome (success, degraded: ok but venue rows skipped as malformed, or failure)',
       labelNames: ['job', 'outcome'] as const,
       registers: [registry],
     });
     const jobSkipped = new Counter({
-      name: 'job_skipped_rows_total',
+      name: `${METRIC_PREFIX}job_skipped_rows_total`,
       help: 'Venue rows job runs on this instance skipped as malformed (one event, market or board row each), by job',
       labelNames: ['job'] as const,
       registers: [registry],
     });
     const jobDuration = new Histogram({
-      name: 'job_duration_seconds',
+      name: `${METRIC_PREFIX}job_duration_seconds`,
       help: 'Duration of job runs on this instance',
       labelNames: ['job'] as const,
       buckets: JOB_BUCKETS,
@@ -210,7 +218,7 @@ export const metricsPlugin = fp(
     });
     // Jobs run on whichever instance holds their lock: the last success is read from job_runs.
     new Gauge({
-      name: 'job_last_success_timestamp_seconds',
+      name: `${METRIC_PREFIX}job_last_success_timestamp_seconds`,
       help: 'When each job last finished successfully on any instance (Unix time)',
       labelNames: ['job'] as const,
       registers: [registry],
@@ -225,7 +233,7 @@ export const metricsPlugin = fp(
     });
 
     const upstream = new Histogram({
-      name: 'upstream_request_duration_seconds',
+      name: `${METRIC_PREFIX}upstream_request_duration_seconds`,
       help: 'HTTP requests to venues and other upstreams (each attempt), by API and status (HTTP status, timeout or network)',
       labelNames: ['api', 'status'] as const,
       buckets: UPSTREAM_BUCKETS,
@@ -241,26 +249,61 @@ export const metricsPlugin = fp(
       upstreamChannel.unsubscribe(onUpstream);
     });
 
+    // Data age as a last-update timestamp (Prometheus convention: alert on `time() - …`).
     new Gauge({
-      name: 'venue_data_age_seconds',
-      help: 'Age of the freshest stored data per venue: prices (markets.price_updated_at), events (event_groups.last_seen_at), leaderboard (last board switch)',
+      name: `${METRIC_PREFIX}venue_data_last_update_timestamp_seconds`,
+      help: 'When the freshest stored data per venue was written (Unix time): prices (markets.price_updated_at), events (event_groups.last_seen_at), leaderboard (last board switch)',
       labelNames: ['venue', 'data'] as const,
       registers: [registry],
       async collect() {
-        const rows = await safeRows<{ venue: string; data: string; age: number | null }>(sql`
-          select venue, 'prices' as data, extract(epoch from now() - max(price_updated_at))::float8 as age from markets group by venue
+        const rows = await safeRows<{ venue: string; data: string; t: number | null }>(sql`
+          select venue, 'prices' as data, extract(epoch from max(price_updated_at))::float8 as t from markets group by venue
           union all
-          select venue, 'events', extract(epoch from now() - max(last_seen_at))::float8 from event_groups group by venue
+          select venue, 'events', extract(epoch from max(last_seen_at))::float8 from event_groups group by venue
           union all
-          select 'polymarket', 'leaderboard', extract(epoch from now() - max(switched_at))::float8 from leaderboard_current`);
+          select 'polymarket', 'leaderboard', extract(epoch from max(switched_at))::float8 from leaderboard_current`);
         if (!rows) return;
         this.reset();
-        for (const r of rows) if (r.age !== null) this.labels(r.venue, r.data).set(Math.max(0, Number(r.age)));
+        for (const r of rows) if (r.t !== null) this.labels(r.venue, r.data).set(Number(r.t));
+      },
+    });
+
+    // Consecutive failures across instances: the "a job failed twice in a row" alert reads this.
+    new Gauge({
+      name: `${METRIC_PREFIX}job_consecutive_failures`,
+      help: 'Finished runs of each job that failed since its last success, on any instance (from job_runs)',
+      labelNames: ['job'] as const,
+      registers: [registry],
+      async collect() {
+        const rows = await safeRows<{ name: string; n: number }>(sql`
+          select name, count(*) filter (where ok = false and (last_ok is null or finished_at > last_ok))::int as n
+          from (select name, ok, finished_at, max(finished_at) filter (where ok) over (partition by name) as last_ok
+                from job_runs where finished_at is not null) runs
+          group by name`);
+        if (!rows) return;
+        this.reset();
+        for (const r of rows) this.labels(r.name).set(Number(r.n));
       },
     });
 
     new Gauge({
-      name: 'outbox_rows',
+      name: `${METRIC_PREFIX}delivery_channel_paused`,
+      help: 'Whether a delivery channel is paused (1), e.g. push after Expo InvalidCredentials, or not (0)',
+      labelNames: ['channel'] as const,
+      registers: [registry],
+      async collect() {
+        const rows = await safeRows<{ channel: string; paused: boolean }>(
+          sql`select channel, paused_at is not null as paused from delivery_channels`,
+        );
+        if (!rows) return;
+        this.reset();
+        for (const c of OUTBOX_CHANNELS) this.labels(c).set(0);
+        for (const r of rows) this.labels(r.channel).set(r.paused ? 1 : 0);
+      },
+    });
+
+    new Gauge({
+      name: `${METRIC_PREFIX}outbox_rows`,
       help: 'Notification delivery rows (the outbox) by channel and status',
       labelNames: ['channel', 'status'] as const,
       registers: [registry],
@@ -276,7 +319,7 @@ export const metricsPlugin = fp(
     });
 
     new Gauge({
-      name: 'socketio_connections',
+      name: `${METRIC_PREFIX}socketio_connections`,
       help: 'Socket.IO connections open on this instance',
       registers: [registry],
       collect() {
@@ -287,22 +330,24 @@ export const metricsPlugin = fp(
     });
 
     new Gauge({
-      name: 'db_pool_max_connections',
+      name: `${METRIC_PREFIX}db_pool_max_connections`,
       help: 'Size of this instance’s database connection pool',
       registers: [registry],
       collect() {
         this.set(app.dbh.poolMax);
       },
     });
-    if (app.dbh.kind === 'postgres') {
+    {
       // postgres-js keeps its pool counters private; PostgreSQL knows this instance's
       // connections by their application_name (unique per instance, see plugins/db.ts).
+      // Declared on PGlite too (no samples there), so dashboards name one set of families.
       new Gauge({
-        name: 'db_pool_connections',
+        name: `${METRIC_PREFIX}db_pool_connections`,
         help: 'This instance’s open PostgreSQL connections by state (active includes the scrape’s own query)',
         labelNames: ['state'] as const,
         registers: [registry],
         async collect() {
+          if (app.dbh.kind !== 'postgres') return;
           const rows = await safeRows<{ active: number; idle: number }>(sql`
             select count(*) filter (where state = 'active')::int as active,
                    count(*) filter (where state is distinct from 'active')::int as idle

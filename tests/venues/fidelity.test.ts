@@ -136,8 +136,8 @@ describe('Gamma catalogue parsed like the SDKs', () => {
     const runs = (await t.app.inject({ method: 'GET', url: '/api/v1/internal/jobs/events-sync/runs', headers: auth })).json().runs;
     expect(runs[0]).toMatchObject({ state: 'succeeded', skipped: 2 });
     const text = await scrape();
-    expect(sample(text, 'job_runs_total', { job: 'events-sync', outcome: 'degraded' })).toBe(1);
-    expect(sample(text, 'job_skipped_rows_total', { job: 'events-sync' })).toBe(2);
+    expect(sample(text, 'predict_job_runs_total', { job: 'events-sync', outcome: 'degraded' })).toBe(1);
+    expect(sample(text, 'predict_job_skipped_rows_total', { job: 'events-sync' })).toBe(2);
     // A clean run says nothing of skipped rows.
     expect(jobs.find((j: any) => j.name === 'price-sync')).toMatchObject({ ok: true });
     expect(jobs.find((j: any) => j.name === 'price-sync').skipped).toBeUndefined();
