@@ -1,5 +1,22 @@
 import { sql } from 'drizzle-orm';
-import { boolean, doublePrecision, index, integer, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+import {
+  type AnyPgColumn,
+  boolean,
+  customType,
+  doublePrecision,
+  index,
+  integer,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+} from 'drizzle-orm/pg-core';
+
+/** `id collate "C"`: byte order, the tie-break of every list ordering (docs/decisions.md §16.5). */
+export const byteId = (id: AnyPgColumn) => sql`${id} collate "C"`;
+
+/** A PostgreSQL tsvector, written and matched in SQL only (src/domains/events/search-text.ts). */
+const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
 
 /** An event group is one venue event: `pm-<gamma event id>` or `ks-<event ticker>`. */
 export const eventGroups = pgTable(
@@ -19,16 +36,35 @@ export const eventGroups = pgTable(
     seriesTicker: text('series_ticker'),
     /** USD over the last 24 h, the sum of its markets' (ranks groups for PRICE_TRACK_TOP, docs/decisions.md §11.2). */
     volume24h: doublePrecision('volume_24h').notNull().default(0),
+    /** docs/decisions.md §16.2: the earliest scheduled close still in the future among its active markets (re-derived as time passes). */
+    endDate: timestamp('end_date', { withTimezone: true }),
+    /** When the venue created the group: Gamma event `createdAt`; Kalshi the earliest `open_time` of its markets (§16.5). */
+    venueCreatedAt: timestamp('venue_created_at', { withTimezone: true }),
+    /** Signed 24 h change of the active market that moved most (§16.2), null when none has one. */
+    change24h: doublePrecision('change_24h'),
+    /**
+     * Search (docs/decisions.md §16.1): the words of its title, and of its title, its markets' titles and
+     * outcome labels, as 'simple' tsvectors without positions; kept by the catalogue write.
+     */
+    searchTitle: tsvector('search_title'),
+    searchAll: tsvector('search_all'),
     /** Last read of the group's detail or chart: its markets are tracked for 24 h after (docs/venues.md "Tracked markets"). */
     readAt: timestamp('read_at', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
     lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull().defaultNow(),
   },
+  // The list's orderings (docs/decisions.md §16.1) break ties by id compared byte by byte, whatever the
+  // database's collation: each sort has an index ending in `id collate "C"`, so a page is an index range.
   (t) => [
-    index('event_groups_list_idx').on(t.totalVolume.desc(), t.id),
-    index('event_groups_status_cat_idx').on(t.status, t.category, t.totalVolume.desc(), t.id),
-    index('event_groups_category_idx').on(t.category, t.totalVolume.desc(), t.id),
+    index('event_groups_list_idx').on(t.totalVolume.desc(), byteId(t.id)),
+    index('event_groups_status_cat_idx').on(t.status, t.category, t.totalVolume.desc(), byteId(t.id)),
+    index('event_groups_category_idx').on(t.category, t.totalVolume.desc(), byteId(t.id)),
+    index('event_groups_sort_volume_24h_idx').on(t.volume24h.desc(), byteId(t.id)),
+    index('event_groups_sort_newest_idx').on(t.venueCreatedAt.desc().nullsLast(), byteId(t.id)),
+    index('event_groups_sort_closing_idx').on(t.endDate.asc().nullsLast(), byteId(t.id)),
+    index('event_groups_search_idx').using('gin', t.searchAll),
+    index('event_groups_sort_movers_idx').on(sql`abs(${t.change24h}) desc nulls last`, byteId(t.id)),
     index('event_groups_volume_24h_idx')
       .on(t.volume24h.desc())
       .where(sql`${t.status} = 'active'`),
@@ -58,6 +94,14 @@ export const markets = pgTable(
     volume: doublePrecision('volume').notNull().default(0),
     volume24h: doublePrecision('volume_24h').notNull().default(0),
     status: text('status').notNull().default('active'),
+    /** Its title and every outcome label (both sides), as search words (src/domains/events/search-text.ts). */
+    searchText: text('search_text').notNull().default(''),
+    /** Last read through `GET /markets/:id`: tracked for 24 h after (docs/decisions.md §16.3, docs/venues.md "Tracked markets"). */
+    readAt: timestamp('read_at', { withTimezone: true }),
+    /** The venue's scheduled close (Gamma market `endDate`, Kalshi `close_time`), past or future (docs/decisions.md §16.5). */
+    endDate: timestamp('end_date', { withTimezone: true }),
+    /** The venue's own 24 h change of `yes_price`: Gamma `oneDayPriceChange`, Kalshi last − previous price (§16.2). */
+    venueChange24h: doublePrecision('venue_change_24h'),
     yesTokenId: text('yes_token_id'),
     /** Polymarket: the market's condition id, lower-case (Data API trades name markets by it); null on Kalshi. */
     conditionId: text('condition_id'),
@@ -87,6 +131,9 @@ export const markets = pgTable(
     index('markets_condition_idx')
       .on(t.conditionId)
       .where(sql`${t.conditionId} is not null`),
+    index('markets_read_idx')
+      .on(t.readAt)
+      .where(sql`${t.readAt} is not null`),
   ],
 );
 

@@ -220,8 +220,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Event groups from Polymarket and Kalshi, by total volume
-         * @description Ordered by `totalVolume` descending, then `id`. `category` is matched case-insensitively (categories are stored upper case); `status` is one of active, closed, resolved (every status when omitted). `limit` 1–100 (default 50; over 100 is a 400), `offset` ≥ 0. `total` counts every group matching the filters. `syncedAt`: the older of the two venues’ last successful catalogue refresh; `stale` when that is older than 15 minutes or the latest catalogue run of either venue failed (docs/decisions.md §11.4). `Last-Modified` is `syncedAt` (to the second), absent while it is null. Served from a per-instance cache refreshed when the sync jobs write (at most 5 s stale).
+         * Event groups from Polymarket and Kalshi: search, filter and sort
+         * @description Search with `q` and order with `sort` (docs/decisions.md §16.1): by default `totalVolume` descending, or with `q` relevance (own-title matches first, then by 24 h volume); ties by `id` in byte order. `venue` keeps one venue’s groups. `category` is matched case-insensitively (categories are stored upper case); `status` is one of active, closed, resolved (every status when omitted). `limit` 1–100 (default 50; over 100 is a 400), `offset` ≥ 0. `total` counts every group matching the filters. `syncedAt`: the older of the two venues’ last successful catalogue refresh; `stale` when that is older than 15 minutes or the latest catalogue run of either venue failed (docs/decisions.md §11.4). `Last-Modified` is `syncedAt` (to the second), absent while it is null. Served from a per-instance cache refreshed when the sync jobs write (at most 5 s stale).
          */
         get: operations["listEvents"];
         put?: never;
@@ -969,6 +969,13 @@ export interface components {
             description: string;
             id: string;
             markets: {
+                /** @description The signed change of `yesPrice` over the last 24 h. Ours (the price minus our reading 23–25 h old) when the market is tracked and we hold one, else the venue’s own (Gamma `oneDayPriceChange`, Kalshi last − previous price); a market whose `yesPrice` is null has none */
+                change24h: number | null;
+                /**
+                 * Format: date-time
+                 * @description The venue’s scheduled close of this market, past or future (Gamma `endDate`, Kalshi `close_time`); null when the venue gives none
+                 */
+                endDate: string | null;
                 id: string;
                 /** @description The label of the side `yesPrice` prices: "Yes", or e.g. "Up", "Ravens" */
                 outcome: string;
@@ -983,6 +990,8 @@ export interface components {
                 title: string;
                 /** @description USD */
                 volume: number;
+                /** @description USD over the last 24 h, as the venue reports it */
+                volume24h: number;
                 /** @description Probability in [0, 1]: the midpoint when the spread is at most 0.10, else the last trade; null when the venue has no quote and no trade. A resolved market: its settlement (1 or 0) */
                 yesPrice: number | null;
             }[];
@@ -1014,6 +1023,18 @@ export interface components {
         EventSummary: {
             /** @description One of POLITICS, SPORTS, CRYPTO, ECONOMICS, TECH, CULTURE, WEATHER, OTHER (docs/venues.md "Categories") */
             category: string;
+            /** @description The signed 24 h change of `yesPrice` of its active market that moved most in absolute terms; null when none of them has one. Ours (the price minus our reading 23–25 h old) when the market is tracked and we hold one, else the venue’s own (Gamma `oneDayPriceChange`, Kalshi last − previous price); a market whose `yesPrice` is null has none */
+            change24h: number | null;
+            /**
+             * Format: date-time
+             * @description When the venue created the group (Gamma event `createdAt`; Kalshi: its markets’ earliest `open_time`); null when the venue does not say
+             */
+            createdAt: string | null;
+            /**
+             * Format: date-time
+             * @description The earliest scheduled close still in the future among its active markets (Gamma market `endDate`, Kalshi `close_time`); null when none
+             */
+            endDate: string | null;
             id: string;
             /**
              * Format: uri
@@ -1029,6 +1050,13 @@ export interface components {
             title: string;
             /** @description USD, sum of the markets’ volumes */
             totalVolume: number;
+            /**
+             * @description The venue the group trades on
+             * @enum {string}
+             */
+            venue: "polymarket" | "kalshi";
+            /** @description USD over the last 24 h: the sum of its active markets’ 24 h volume as the venue reports it */
+            volume24h: number;
         };
         /**
          * @example {
@@ -1517,6 +1545,18 @@ export interface components {
         WatchedEvent: {
             /** @description One of POLITICS, SPORTS, CRYPTO, ECONOMICS, TECH, CULTURE, WEATHER, OTHER (docs/venues.md "Categories") */
             category: string;
+            /** @description The signed 24 h change of `yesPrice` of its active market that moved most in absolute terms; null when none of them has one. Ours (the price minus our reading 23–25 h old) when the market is tracked and we hold one, else the venue’s own (Gamma `oneDayPriceChange`, Kalshi last − previous price); a market whose `yesPrice` is null has none */
+            change24h: number | null;
+            /**
+             * Format: date-time
+             * @description When the venue created the group (Gamma event `createdAt`; Kalshi: its markets’ earliest `open_time`); null when the venue does not say
+             */
+            createdAt: string | null;
+            /**
+             * Format: date-time
+             * @description The earliest scheduled close still in the future among its active markets (Gamma market `endDate`, Kalshi `close_time`); null when none
+             */
+            endDate: string | null;
             id: string;
             /**
              * Format: uri
@@ -1532,6 +1572,13 @@ export interface components {
             title: string;
             /** @description USD, sum of the markets’ volumes */
             totalVolume: number;
+            /**
+             * @description The venue the group trades on
+             * @enum {string}
+             */
+            venue: "polymarket" | "kalshi";
+            /** @description USD over the last 24 h: the sum of its active markets’ 24 h volume as the venue reports it */
+            volume24h: number;
             /**
              * Format: date-time
              * @description When the caller started watching the group (ISO 8601)
@@ -2800,8 +2847,14 @@ export interface operations {
                 category?: string;
                 limit?: number;
                 offset?: number;
+                /** @description Search, 1–100 characters (code points) after trimming. Words are split on anything that is not a letter or digit; a group matches when every word is a prefix of some word of its title, or of one of its markets’ titles or outcome labels (both sides), case- and accent-insensitively (`elec` matches "Élection"). Words may match in different texts of one group. A `q` with no letter or digit matches nothing. */
+                q?: string;
+                /** @description `volume`: total volume, descending (the default without `q`). `volume24h`: 24 h volume, descending. `newest`: when the venue created the group, newest first (unknown last). `closing`: `endDate` ascending among groups whose `endDate` is in the future, the others after them. `movers`: `|change24h|` descending, null last. `relevance` (the default with `q`): groups whose own title matches every word first, then those matching only through a market; then `volume24h` descending (without `q`: as `volume`). Every ordering breaks ties by `id` in byte order, so `offset` paging never repeats or skips a group while the data does not change. */
+                sort?: "volume" | "volume24h" | "newest" | "closing" | "movers" | "relevance";
                 /** @description Default: every status */
                 status?: "active" | "closed" | "resolved";
+                /** @description Only this venue’s groups */
+                venue?: "polymarket" | "kalshi";
             };
             header?: never;
             path?: never;
@@ -2809,7 +2862,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK: Event groups from Polymarket and Kalshi, by total volume */
+            /** @description OK: Event groups from Polymarket and Kalshi: search, filter and sort */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2828,7 +2881,12 @@ export interface operations {
                      *           "marketCount": 134,
                      *           "totalVolume": 125000.5,
                      *           "status": "active",
-                     *           "imageUrl": "https://api.dicebear.com/9.x/identicon/svg?seed=0x52908400098527886e0f7030069857d2e4169ee7"
+                     *           "imageUrl": "https://api.dicebear.com/9.x/identicon/svg?seed=0x52908400098527886e0f7030069857d2e4169ee7",
+                     *           "venue": "polymarket",
+                     *           "volume24h": 125000.5,
+                     *           "endDate": "2026-11-26T21:00:00.000Z",
+                     *           "createdAt": "2026-11-26T21:00:00.000Z",
+                     *           "change24h": 1.5
                      *         }
                      *       ],
                      *       "total": 134
@@ -2892,7 +2950,10 @@ export interface operations {
                      *           "outcome": "Yes",
                      *           "yesPrice": 0.62,
                      *           "volume": 125000.5,
+                     *           "volume24h": 125000.5,
+                     *           "change24h": 1.5,
                      *           "status": "active",
+                     *           "endDate": "2026-11-26T21:00:00.000Z",
                      *           "priceUpdatedAt": "2026-11-26T21:00:00.000Z"
                      *         }
                      *       ]
@@ -5133,6 +5194,11 @@ export interface operations {
                      *           "totalVolume": 125000.5,
                      *           "status": "active",
                      *           "imageUrl": "https://api.dicebear.com/9.x/identicon/svg?seed=0x52908400098527886e0f7030069857d2e4169ee7",
+                     *           "venue": "polymarket",
+                     *           "volume24h": 125000.5,
+                     *           "endDate": "2026-11-26T21:00:00.000Z",
+                     *           "createdAt": "2026-11-26T21:00:00.000Z",
+                     *           "change24h": 1.5,
                      *           "watchedAt": "2026-11-26T21:00:00.000Z"
                      *         }
                      *       ]

@@ -36,6 +36,8 @@ export interface CatalogueMarket {
   title: string;
   /** The label of the side `yesPrice` prices: "Yes", or a Polymarket outcome such as "Up". */
   outcome: string;
+  /** Every outcome label of the market, both sides (searched, docs/decisions.md §16.5). */
+  outcomeLabels: string[];
   /** Probability in [0, 1]; null when the venue has no quote and no trade. Resolved: the settlement. */
   yesPrice: number | null;
   /** USD. */
@@ -43,6 +45,10 @@ export interface CatalogueMarket {
   /** USD over the last 24 h (ranks groups for PRICE_TRACK_TOP). */
   volume24h: number;
   status: MarketStatus;
+  /** The venue's scheduled close, past or future (Gamma market `endDate`, Kalshi `close_time`); null when it gives none. */
+  endDate: Date | null;
+  /** The venue's own 24 h change of the priced side (Gamma `oneDayPriceChange`, Kalshi last − previous price); null when it gives none. */
+  venueChange24h: number | null;
   /** Polymarket: the CLOB token id of the priced outcome (batch prices, history, WebSocket). */
   tokenId: string | null;
   /** Resolved only: the result for the side `yesPrice` prices (docs/decisions.md §17.2 `data.result`); else null. */
@@ -67,6 +73,8 @@ export interface CatalogueGroup {
   imageUrl: string | null;
   /** Kalshi: the series (candlesticks path, category). */
   seriesTicker: string | null;
+  /** When the venue created the group (docs/decisions.md §16.5): Gamma event `createdAt`; Kalshi the earliest market `open_time`. */
+  createdAt: Date | null;
   /** Only the markets of the group: placeholders that never opened are left out. */
   markets: CatalogueMarket[];
 }
@@ -189,4 +197,18 @@ export function dedupeById<T extends { id: string }>(rows: T[]): T[] {
 /** A probability from a venue: finite and within [0, 1]. */
 export function isProbability(n: unknown): n is number {
   return typeof n === 'number' && Number.isFinite(n) && n >= 0 && n <= 1;
+}
+
+/** An ISO 8601 instant from a venue, or null when absent or unreadable (a descriptive field never fails its row). */
+export function venueInstant(v: unknown): Date | null {
+  if (typeof v !== 'string' || v.trim() === '') return null;
+  const t = Date.parse(v);
+  return Number.isFinite(t) ? new Date(t) : null;
+}
+
+/** A signed change of a probability, rounded like prices; null unless finite and within [-1, 1]. */
+export function priceChange(v: unknown): number | null {
+  const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < -1 || n > 1) return null;
+  return roundProbability(n);
 }

@@ -40,7 +40,21 @@ describe('events-sync ingestion', () => {
     expect(body.total).toBe(11);
     expect(body.events).toHaveLength(11);
     for (const e of body.events) {
-      expect(Object.keys(e).sort()).toEqual(['category', 'id', 'imageUrl', 'marketCount', 'slug', 'status', 'title', 'totalVolume']);
+      expect(Object.keys(e).sort()).toEqual([
+        'category',
+        'change24h',
+        'createdAt',
+        'endDate',
+        'id',
+        'imageUrl',
+        'marketCount',
+        'slug',
+        'status',
+        'title',
+        'totalVolume',
+        'venue',
+        'volume24h',
+      ]);
       expect(e.imageUrl).toMatch(/^(https:\/\/|data:image\/svg\+xml,)/);
       expect(e.category).toBe(e.category.toUpperCase());
     }
@@ -60,9 +74,22 @@ describe('events-sync ingestion', () => {
       totalVolume: 1834211.55 + 4102334.1 + 2990871.4,
       status: 'active',
       imageUrl: 'https://polymarket-upload.s3.us-east-2.amazonaws.com/fed-decision-in-december.png',
+      venue: 'polymarket',
+      volume24h: expect.closeTo(91710.58 + 205116.71 + 149543.57, 6),
+      // docs/decisions.md §16.2: the earliest future market `endDate`; the event's `createdAt`.
+      endDate: '2026-12-31T23:59:59.000Z',
+      createdAt: '2025-09-20T12:00:00.000Z',
+      // Tracked (top 500) with a backfilled history: ours or the venue's, the largest |change| (tests/events/finding.test.ts).
+      change24h: expect.any(Number),
     });
     const detail = (await get('/api/v1/events/fed-decision-in-december')).json();
-    const fresh = { outcome: 'Yes', status: 'active', priceUpdatedAt: expect.any(String) };
+    const fresh = {
+      outcome: 'Yes',
+      status: 'active',
+      priceUpdatedAt: expect.any(String),
+      endDate: '2026-12-31T23:59:59.000Z',
+      change24h: expect.any(Number),
+    };
     expect(detail).toEqual({
       syncedAt: expect.any(String),
       stale: false,
@@ -75,9 +102,9 @@ describe('events-sync ingestion', () => {
       description: gammaEvent('16085').description,
       markets: [
         // docs/venues.md "Titles": groupItemTitle in a multi-market event; the midpoint of a tight book.
-        { id: 'pm-516711', title: '25 bps decrease', yesPrice: 0.615, volume: 4102334.1, ...fresh },
-        { id: 'pm-516712', title: 'No change', yesPrice: 0.335, volume: 2990871.4, ...fresh },
-        { id: 'pm-516710', title: '50+ bps decrease', yesPrice: 0.045, volume: 1834211.55, ...fresh },
+        { id: 'pm-516711', title: '25 bps decrease', yesPrice: 0.615, volume: 4102334.1, volume24h: 205116.71, ...fresh },
+        { id: 'pm-516712', title: 'No change', yesPrice: 0.335, volume: 2990871.4, volume24h: 149543.57, ...fresh },
+        { id: 'pm-516710', title: '50+ bps decrease', yesPrice: 0.045, volume: 1834211.55, volume24h: 91710.58, ...fresh },
       ],
     });
     expect(detail).not.toHaveProperty('marketCount');
@@ -88,7 +115,14 @@ describe('events-sync ingestion', () => {
     const pm = (await get('/api/v1/events/kxfedchair-27')).json();
     expect(pm.id).toBe('pm-60777');
     const ks = (await get('/api/v1/events/kxfedchair-27-kalshi')).json();
-    const fresh = { outcome: 'Yes', status: 'active', priceUpdatedAt: expect.any(String) };
+    const fresh = {
+      outcome: 'Yes',
+      status: 'active',
+      priceUpdatedAt: expect.any(String),
+      endDate: '2029-07-01T14:00:00.000Z',
+      change24h: expect.any(Number),
+      volume24h: 28,
+    };
     expect(ks).toEqual({
       syncedAt: expect.any(String),
       stale: false,

@@ -64,6 +64,11 @@ describe('PUT, DELETE and GET /watchlist (§17.1)', () => {
       totalVolume: 100,
       status: 'active',
       imageUrl: expect.stringMatching(/^https:/),
+      venue: 'polymarket',
+      volume24h: expect.any(Number),
+      endDate: expect.any(String),
+      createdAt: expect.any(String),
+      change24h: expect.any(Number),
       watchedAt: first.json().watchedAt,
     });
     // The same summary fields as the public list.

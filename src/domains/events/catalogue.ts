@@ -6,6 +6,7 @@ import { getGammaCatalogueEvent, listGammaEventsKeyset } from '../../venues/poly
 import { getKalshiCatalogueEvent, getKalshiSeriesCategories, listKalshiEventPages } from '../../venues/kalshi/trade-api.js';
 import type { DbOrTx } from '../../db/index.js';
 import type { OnPriceChanges } from './changes.js';
+import { searchText } from './search-text.js';
 import { assignSlugs, slugPatterns } from './slugs.js';
 import {
   applyReadings,
@@ -13,6 +14,8 @@ import {
   json,
   readVenueStates,
   recordVenueRun,
+  refreshGroupDerived,
+  refreshGroupSearch,
   refreshGroupTotals,
   VENUES,
   writeTx,
@@ -60,6 +63,7 @@ export interface CatalogueOutcome {
 
 /** Both venues, independently: a venue that fails keeps its last good data (docs/decisions.md §11.4). */
 export async function syncCatalogue(deps: MarketDataDeps, opts: CatalogueOptions = {}): Promise<CatalogueOutcome> {
+  await backfillSearchTexts(deps);
   const states = await readVenueStates(deps.dbh);
   const settled = await Promise.allSettled(VENUES.map((v) => syncVenue(deps, v, states.get(v), opts)));
   let items = 0;
@@ -209,6 +213,11 @@ export async function writeGroups(deps: MarketDataDeps, groups: CatalogueGroup[]
       await deps.dbh.rows(sql`update event_groups set slug = ${r.slug}, updated_at = ${now}::timestamptz where id = ${r.id}`, tx);
     }
     await upsertGroups(deps, tx, kept, assigned.slugs, now);
+    await refreshGroupSearch(
+      deps.dbh,
+      tx,
+      kept.map((g) => g.id),
+    );
     const readings = kept.flatMap((g) =>
       g.markets.map((m) => ({
         id: m.id,
@@ -218,14 +227,13 @@ export async function writeGroups(deps: MarketDataDeps, groups: CatalogueGroup[]
         st: m.status,
         res: m.result,
         rl: m.resolvedOutcome,
+        ch: m.venueChange24h,
       })),
     );
-    const changes = await applyReadings(deps, tx, readings, { yieldToTracked: true });
-    await refreshGroupTotals(
-      deps.dbh,
-      tx,
-      kept.map((g) => g.id),
-    );
+    const changes = await applyReadings(deps, tx, readings, { yieldToTracked: true, derive: false });
+    const keptIds = kept.map((g) => g.id);
+    await refreshGroupTotals(deps.dbh, tx, keptIds);
+    await refreshGroupDerived(deps, tx, keptIds);
     return changes;
   });
 }
@@ -242,16 +250,24 @@ async function upsertGroups(deps: MarketDataDeps, tx: DbOrTx, groups: CatalogueG
     status: g.status,
     image_url: g.imageUrl,
     series_ticker: g.seriesTicker,
+    vca: g.createdAt?.toISOString() ?? null,
+    words: searchText(g.title),
   }));
+  // venue_created_at (docs/decisions.md §16.5): Gamma's `createdAt` as read; Kalshi's is the earliest market
+  // `open_time` ever seen, since a re-read may leave out markets settled before the venue's historical cutoff.
   await deps.dbh.rows(
-    sql`insert into event_groups (id, venue, venue_event_id, slug, title, description, category, status, image_url, series_ticker, created_at, updated_at, last_seen_at)
-        select id, venue, venue_event_id, slug, title, description, category, status, image_url, series_ticker,
-               ${now}::timestamptz, ${now}::timestamptz, ${now}::timestamptz
+    sql`insert into event_groups (id, venue, venue_event_id, slug, title, description, category, status, image_url, series_ticker,
+                                  venue_created_at, search_title, created_at, updated_at, last_seen_at)
+        select id, venue, venue_event_id, slug, title, description, category, status, image_url, series_ticker, vca,
+               strip(to_tsvector('simple', words)), ${now}::timestamptz, ${now}::timestamptz, ${now}::timestamptz
         from json_to_recordset(${json(rows)}) as x(id text, venue text, venue_event_id text, slug text, title text,
-             description text, category text, status text, image_url text, series_ticker text)
+             description text, category text, status text, image_url text, series_ticker text, vca timestamptz, words text)
         on conflict (id) do update set slug = excluded.slug, title = excluded.title, description = excluded.description,
+          search_title = excluded.search_title,
           category = excluded.category, status = excluded.status, image_url = excluded.image_url,
           series_ticker = excluded.series_ticker, last_seen_at = excluded.last_seen_at,
+          venue_created_at = case when excluded.venue = 'kalshi' then least(event_groups.venue_created_at, excluded.venue_created_at)
+                                  else coalesce(excluded.venue_created_at, event_groups.venue_created_at) end,
           updated_at = case when (event_groups.slug, event_groups.title, event_groups.description, event_groups.category,
                                   event_groups.status, event_groups.image_url)
                                  is distinct from (excluded.slug, excluded.title, excluded.description, excluded.category,
@@ -269,20 +285,26 @@ async function upsertGroups(deps: MarketDataDeps, tx: DbOrTx, groups: CatalogueG
       outcome: m.outcome,
       token: m.tokenId,
       cid: m.conditionId,
+      ends: m.endDate?.toISOString() ?? null,
+      words: searchText(m.title, ...m.outcomeLabels),
     })),
   );
   if (markets.length === 0) return;
-  // Prices, volumes and status go through applyReadings, which detects changes and writes history.
+  // Prices, volumes, status and the venue's 24 h change go through applyReadings, which detects changes and writes history.
   await deps.dbh.rows(
-    sql`insert into markets (id, event_group_id, venue, venue_market_id, title, outcome, yes_token_id, condition_id, created_at, updated_at)
-        select distinct on (id) id, gid, venue, vid, title, outcome, token, cid, ${now}::timestamptz, ${now}::timestamptz
-        from json_to_recordset(${json(markets)}) as x(id text, gid text, venue text, vid text, title text, outcome text, token text, cid text)
+    sql`insert into markets (id, event_group_id, venue, venue_market_id, title, outcome, yes_token_id, condition_id, end_date, search_text,
+                         created_at, updated_at)
+        select distinct on (id) id, gid, venue, vid, title, outcome, token, cid, ends, words, ${now}::timestamptz, ${now}::timestamptz
+        from json_to_recordset(${json(markets)})
+             as x(id text, gid text, venue text, vid text, title text, outcome text, token text, cid text, ends timestamptz, words text)
         on conflict (id) do update set event_group_id = excluded.event_group_id, title = excluded.title, outcome = excluded.outcome,
           yes_token_id = coalesce(excluded.yes_token_id, markets.yes_token_id),
-          condition_id = coalesce(excluded.condition_id, markets.condition_id)
-        where (markets.event_group_id, markets.title, markets.outcome, markets.yes_token_id, markets.condition_id)
+          condition_id = coalesce(excluded.condition_id, markets.condition_id),
+          end_date = excluded.end_date, search_text = excluded.search_text
+        where (markets.event_group_id, markets.title, markets.outcome, markets.yes_token_id, markets.condition_id, markets.end_date,
+               markets.search_text)
               is distinct from (excluded.event_group_id, excluded.title, excluded.outcome, coalesce(excluded.yes_token_id, markets.yes_token_id),
-                                coalesce(excluded.condition_id, markets.condition_id))`,
+                                coalesce(excluded.condition_id, markets.condition_id), excluded.end_date, excluded.search_text)`,
     tx,
   );
 }
@@ -348,4 +370,47 @@ async function rereadLeftGroups(deps: MarketDataDeps, venue: Venue, opts: Catalo
   deps.log.info({ venue, reread: left.length, closed: gone.length, failed }, 'groups that left the listing re-read');
   // A re-read event that failed parsing is one skipped row.
   return { items: found.length + gone.length, skipped: unreadable.length };
+}
+
+/** Groups given search texts per statement, and at most per run, by backfillSearchTexts. */
+const SEARCH_BACKFILL_BATCH = 2000;
+const SEARCH_BACKFILL_PER_RUN = 20_000;
+
+/**
+ * Groups stored before search existed (docs/decisions.md §16.1) get their
+ * search words from what we hold: titles, the priced outcome label and, for
+ * a Yes/No market, "No". The venue's other label of a non-Yes/No market
+ * arrives with the group's next catalogue write. Returns the groups done.
+ */
+export async function backfillSearchTexts(deps: Pick<MarketDataDeps, 'db' | 'dbh'>): Promise<number> {
+  let done = 0;
+  while (done < SEARCH_BACKFILL_PER_RUN) {
+    const groups = await deps.dbh.rows<{ id: string; title: string }>(
+      sql`select id, title from event_groups where search_all is null order by id limit ${SEARCH_BACKFILL_BATCH}`,
+    );
+    if (groups.length === 0) break;
+    const ids = groups.map((g) => g.id);
+    const markets = await deps.dbh.rows<{ id: string; title: string; outcome: string }>(
+      sql`select id, title, outcome from markets where event_group_id in ${idsIn(ids)} and search_text = ''`,
+    );
+    const g = groups.map((r) => ({ id: r.id, words: searchText(r.title) }));
+    const m = markets.map((r) => ({ id: r.id, words: searchText(r.title, r.outcome, r.outcome === 'Yes' ? 'No' : '') }));
+    await writeTx(deps, async (tx) => {
+      await deps.dbh.rows(
+        sql`update event_groups e set search_title = strip(to_tsvector('simple', x.words))
+            from json_to_recordset(${json(g)}) as x(id text, words text) where e.id = x.id`,
+        tx,
+      );
+      if (m.length > 0) {
+        await deps.dbh.rows(
+          sql`update markets k set search_text = x.words
+              from json_to_recordset(${json(m)}) as x(id text, words text) where k.id = x.id and k.search_text = ''`,
+          tx,
+        );
+      }
+      await refreshGroupSearch(deps.dbh, tx, ids);
+    });
+    done += groups.length;
+  }
+  return done;
 }

@@ -17,7 +17,7 @@ export const LIST_STALE_MS = 15 * MIN;
 export const TRACKED_STALE_MS = 3 * MIN;
 export const UNTRACKED_STALE_MS = 90 * MIN;
 /** A market refreshed by the price cycle this recently counts as tracked. */
-const TRACKED_WITHIN_MS = 5 * MIN;
+export const TRACKED_WITHIN_MS = 5 * MIN;
 
 const iso = (v: string | Date | null | undefined) => (v == null ? null : new Date(v).toISOString());
 
@@ -55,6 +55,25 @@ export async function groupFreshness(dbh: DbHandle, groupId: string, venue: stri
         from (select 1) one left join venue_sync_state s on s.venue = ${venue}`,
   );
   const syncedAt = iso(r?.oldest) ?? iso(r?.ok_at);
+  if (syncedAt === null) return { syncedAt: null, stale: true };
+  const bound = r?.tracked ? TRACKED_STALE_MS : UNTRACKED_STALE_MS;
+  return { syncedAt, stale: now.getTime() - Date.parse(syncedAt) > bound || r?.failed === true };
+}
+
+/**
+ * One market (GET /markets/:id), as a group's detail (docs/decisions.md §16.3,
+ * §11.4): its `priceUpdatedAt` (else its venue's catalogue refresh); stale
+ * past 3 minutes when tracked, 90 otherwise, or when its venue's latest run failed.
+ */
+export async function marketFreshness(dbh: DbHandle, marketId: string, venue: string, now: Date): Promise<Freshness> {
+  const trackedSince = new Date(now.getTime() - TRACKED_WITHIN_MS).toISOString();
+  const [r] = await dbh.rows<{ at: string | Date | null; tracked: boolean | null; ok_at: string | Date | null; failed: boolean | null }>(
+    sql`select m.price_updated_at as at, (m.tracked_at >= ${trackedSince}::timestamptz) as tracked,
+               s.catalogue_ok_at as ok_at, (s.catalogue_failed or s.prices_failed) as failed
+        from markets m left join venue_sync_state s on s.venue = ${venue}
+        where m.id = ${marketId}`,
+  );
+  const syncedAt = iso(r?.at) ?? iso(r?.ok_at);
   if (syncedAt === null) return { syncedAt: null, stale: true };
   const bound = r?.tracked ? TRACKED_STALE_MS : UNTRACKED_STALE_MS;
   return { syncedAt, stale: now.getTime() - Date.parse(syncedAt) > bound || r?.failed === true };

@@ -56,9 +56,10 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         operationId: 'listEvents',
         tags: ['events'],
-        summary: 'Event groups from Polymarket and Kalshi, by total volume',
+        summary: 'Event groups from Polymarket and Kalshi: search, filter and sort',
         description:
-          'Ordered by `totalVolume` descending, then `id`. `category` is matched case-insensitively (categories are stored upper case); ' +
+          'Search with `q` and order with `sort` (docs/decisions.md §16.1): by default `totalVolume` descending, or with `q` relevance (own-title matches first, then by 24 h volume); ties by `id` in byte order. ' +
+          '`venue` keeps one venue’s groups. `category` is matched case-insensitively (categories are stored upper case); ' +
           '`status` is one of active, closed, resolved (every status when omitted). `limit` 1–100 (default 50; over 100 is a 400), `offset` ≥ 0. ' +
           `\`total\` counts every group matching the filters. ` +
           '`syncedAt`: the older of the two venues’ last successful catalogue refresh; `stale` when that is older than 15 minutes or the latest catalogue run of either venue failed (docs/decisions.md §11.4). ' +
@@ -69,7 +70,7 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     (request, reply) => {
       const q = request.query;
-      const key = `l|${q.category !== undefined ? normalizeCategory(q.category) : ''}|${q.status ?? ''}|${q.limit}|${q.offset}`;
+      const key = `l|${q.category !== undefined ? normalizeCategory(q.category) : ''}|${q.status ?? ''}|${q.venue ?? ''}|${q.sort ?? ''}|${q.limit}|${q.offset}|${q.q ?? ''}`;
       return serve(reply, key, async () => JSON.stringify(EventListSchema.parse(await listEvents(deps, q))));
     },
   );

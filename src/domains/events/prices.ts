@@ -8,7 +8,17 @@ import { getKalshiMarketsByTickers } from '../../venues/kalshi/trade-api.js';
 import type { Venue } from '../../venues/catalogue.js';
 import type { OnPriceChanges } from './changes.js';
 import { writeGroups } from './catalogue.js';
-import { applyReadings, idsIn, json, recordVenueRun, VENUES, writeTx, type MarketDataDeps, type PriceReading } from './store.js';
+import {
+  applyReadings,
+  idsIn,
+  json,
+  recordVenueRun,
+  refreshPassedEndDates,
+  VENUES,
+  writeTx,
+  type MarketDataDeps,
+  type PriceReading,
+} from './store.js';
 
 /**
  * Prices of the tracked markets (docs/decisions.md §11.2, docs/venues.md
@@ -31,7 +41,8 @@ export interface TrackedMarket {
 
 /**
  * The tracked set: active markets with an active price alert, with a
- * `market:<id>` subscriber (deps.subscribedMarketIds), of a group read in the
+ * `market:<id>` subscriber (deps.subscribedMarketIds), read through
+ * `GET /markets/:id` in the last 24 h (docs/decisions.md §16.3), of a group read in the
  * last 24 h, of a group on anyone's watchlist (docs/decisions.md §17.1), or
  * of the PRICE_TRACK_TOP groups by stored 24 h volume. The watched groups
  * are read with a loose index scan of watchlist_group_idx (one probe per
@@ -56,6 +67,8 @@ export async function selectTrackedMarkets(deps: MarketDataDeps): Promise<Tracke
         ),
         ids as (
           select m.id from markets m join groups g on g.id = m.event_group_id
+          union
+          select id from markets where read_at >= ${readSince}::timestamptz
           union
           select market_id from price_alerts where active
           union
@@ -148,6 +161,7 @@ async function readKalshi(deps: MarketDataDeps, markets: TrackedMarket[]): Promi
     st: q.status,
     res: q.result,
     rl: q.resolvedOutcome,
+    ch: q.venueChange24h,
   }));
   return { readings, skipped };
 }
@@ -188,5 +202,7 @@ export async function refreshTrackedPrices(deps: MarketDataDeps, opts: { onChang
       }
     }),
   );
+  // Closes scheduled in the last minute: those groups show their next one (docs/decisions.md §16.2).
+  await refreshPassedEndDates(deps);
   return { items, skipped, failures: failed.filter((f) => f !== undefined) };
 }

@@ -1,17 +1,10 @@
 import { sql } from 'drizzle-orm';
 import { rows, type DbOrTx } from '../../db/index.js';
+import { SUMMARY_COLUMNS, type GroupRow } from '../events/queries.js';
 
 /** Read and write queries of the watchlist (docs/decisions.md §17.1). */
 
-export interface WatchedGroupRow {
-  id: string;
-  slug: string;
-  title: string;
-  category: string;
-  market_count: number;
-  total_volume: number;
-  status: string;
-  image_url: string | null;
+export interface WatchedGroupRow extends GroupRow {
   watched_at: Date | string;
 }
 
@@ -62,7 +55,7 @@ export async function deleteWatchBySlug(db: DbOrTx, userId: string, slug: string
 export async function selectWatchedGroups(db: DbOrTx, userId: string): Promise<WatchedGroupRow[]> {
   return rows<WatchedGroupRow>(
     db,
-    sql`select g.id, g.slug, g.title, g.category, g.market_count, g.total_volume, g.status, g.image_url, w.watched_at
+    sql`select ${SUMMARY_COLUMNS}, w.watched_at
         from watchlist w join event_groups g on g.id = w.event_group_id
         where w.user_id = ${userId}::uuid
         order by w.watched_at desc, g.id`,

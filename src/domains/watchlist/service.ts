@@ -1,8 +1,7 @@
 import type { Db } from '../../db/index.js';
 import { AppError, notFound, unauthorized } from '../../errors.js';
 import type { Clock } from '../../lib/deps.js';
-import { FALLBACK_IMAGE_URL } from '../events/service.js';
-import type { EventSummary } from '../events/schemas.js';
+import { toEventSummary } from '../events/service.js';
 import {
   countWatches,
   deleteWatchBySlug,
@@ -49,17 +48,8 @@ export async function unwatchGroup(deps: WatchlistDeps, userId: string, slug: st
 /** GET /watchlist: the caller's groups as EventSummary with `watchedAt`, most recently watched first. */
 export async function listWatchlist(deps: WatchlistDeps, userId: string): Promise<Watchlist> {
   const rows = await selectWatchedGroups(deps.db, userId);
+  const now = deps.clock();
   return {
-    events: rows.map((r) => ({
-      id: r.id,
-      slug: r.slug,
-      title: r.title,
-      category: r.category,
-      marketCount: Number(r.market_count),
-      totalVolume: Number(r.total_volume),
-      status: r.status as EventSummary['status'],
-      imageUrl: r.image_url ?? FALLBACK_IMAGE_URL,
-      watchedAt: new Date(r.watched_at).toISOString(),
-    })),
+    events: rows.map((r) => ({ ...toEventSummary(r, now), watchedAt: new Date(r.watched_at).toISOString() })),
   };
 }

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import {
   displayPrice,
+  priceChange,
   roundProbability,
+  venueInstant,
   type Category,
   type CatalogueGroup,
   type CatalogueMarket,
@@ -40,6 +42,11 @@ export const KalshiCatalogueMarketSchema = z.object({
   notional_value_dollars: fixed,
   result: text,
   settlement_value_dollars: fixed,
+  // Descriptive (docs/decisions.md §16.2, §16.5): unreadable values say nothing rather than failing the market.
+  previous_price_dollars: z.unknown().optional(),
+  close_time: z.unknown().optional(),
+  open_time: z.unknown().optional(),
+  created_time: z.unknown().optional(),
 });
 export type KalshiCatalogueMarket = z.infer<typeof KalshiCatalogueMarketSchema>;
 
@@ -193,14 +200,35 @@ export function mapKalshiCatalogueMarket(m: KalshiCatalogueMarket, marketsInGrou
     venueMarketId: m.ticker,
     title: kalshiMarketTitle(m, marketsInGroup, eventTitle),
     outcome: 'Yes',
+    outcomeLabels: ['Yes', 'No'],
     yesPrice: kalshiYesPrice(m, status),
     volume: usd(m.volume_fp, notional),
     volume24h: usd(m.volume_24h_fp, notional),
     status,
+    endDate: venueInstant(m.close_time),
+    venueChange24h: kalshiChange24h(m),
     tokenId: null,
     ...kalshiResolution(m, status),
     conditionId: null,
   };
+}
+
+/**
+ * docs/decisions.md §16.5: the venue's own 24 h change of a Kalshi market is
+ * the change of its last price, `last_price_dollars` − `previous_price_dollars`;
+ * null when either is missing.
+ */
+export function kalshiChange24h(m: Pick<KalshiCatalogueMarket, 'last_price_dollars' | 'previous_price_dollars'>): number | null {
+  const last = num(m.last_price_dollars);
+  const prev =
+    typeof m.previous_price_dollars === 'string' && FIXED.test(m.previous_price_dollars) ? Number(m.previous_price_dollars) : undefined;
+  if (last === undefined || prev === undefined) return null;
+  return priceChange(last - prev);
+}
+
+/** When a Kalshi market opened: `open_time`, else `created_time` (§16.5: a group's `createdAt` is its earliest). */
+function kalshiOpenedAt(m: KalshiCatalogueMarket): Date | null {
+  return venueInstant(m.open_time) ?? venueInstant(m.created_time);
 }
 
 /** Parses one market row strictly (for `GET /markets?tickers=`); undefined when malformed. */
@@ -246,9 +274,16 @@ export function mapKalshiCatalogueEvent(raw: unknown, categories: ReadonlyMap<st
       status,
       imageUrl: null,
       seriesTicker: e.series_ticker,
+      createdAt: earliest(members.map(kalshiOpenedAt)),
       markets,
     },
   };
+}
+
+function earliest(dates: Array<Date | null>): Date | null {
+  let out: Date | null = null;
+  for (const d of dates) if (d !== null && (out === null || d < out)) out = d;
+  return out;
 }
 
 const CandleSchema = z.object({

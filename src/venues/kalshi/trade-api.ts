@@ -10,6 +10,8 @@ import {
   mapKalshiSeriesList,
   parseKalshiMarket,
 } from './events-map.js';
+import { parseKalshiOrderbook } from './orderbook-map.js';
+import { EMPTY_BOOK, type OrderBook } from '../order-book.js';
 
 /**
  * Kalshi Trade API v2, the calls of docs/venues.md "What we call": the
@@ -147,6 +149,8 @@ export interface KalshiQuote {
   /** Resolved only (docs/decisions.md §17.2). */
   result: 'yes' | 'no' | null;
   resolvedOutcome: string | null;
+  /** Last − previous price (docs/decisions.md §16.2); null when the venue gives neither. */
+  venueChange24h: number | null;
 }
 
 /**
@@ -183,8 +187,33 @@ export async function getKalshiMarketsByTickers(
         status: mapped.status,
         result: mapped.result,
         resolvedOutcome: mapped.resolvedOutcome,
+        venueChange24h: mapped.venueChange24h,
       });
     }
   }
   return { quotes, missing: unique.filter((t) => !quotes.has(t)), skipped };
+}
+
+/**
+ * `GET /markets/{ticker}/orderbook` (docs/venues.md "What we call", §8 E1),
+ * every level (no `depth`: the deepest the venue gives), as the YES book best
+ * first. A ticker the venue does not know (404) is an empty book; network
+ * errors, timeouts, 429 and 5xx throw UpstreamError.
+ */
+export async function getKalshiOrderbook(client: KalshiOptions, ticker: string): Promise<{ book: OrderBook; skipped: number }> {
+  const url = buildUrl(client.baseUrl, `/markets/${encodeURIComponent(ticker)}/orderbook`);
+  let body: unknown;
+  try {
+    body = await requestJson<unknown>(url, client.http);
+  } catch (err) {
+    if (err instanceof UpstreamError && err.status !== undefined && err.status >= 400 && err.status < 500 && err.status !== 429) {
+      return { book: EMPTY_BOOK, skipped: 0 };
+    }
+    throw err;
+  }
+  try {
+    return parseKalshiOrderbook(body);
+  } catch {
+    throw new UpstreamError('Kalshi orderbook answered an unexpected shape', 200, url);
+  }
 }

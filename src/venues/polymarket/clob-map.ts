@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isTightSpread, roundProbability, type HistoryPoint } from '../catalogue.js';
+import { decimalOf, sortBook, type OrderBook } from '../order-book.js';
 
 /**
  * Pure parsing of the CLOB batch price reads (docs/venues.md §4b): answers
@@ -86,4 +87,21 @@ export function mapClobHistory(raw: unknown): { points: HistoryPoint[]; skipped:
     else skipped++;
   }
   return { points, skipped };
+}
+
+const BookLevelSchema = z.object({ price: z.unknown(), size: z.unknown() });
+const ClobBookSchema = z.object({ bids: z.array(BookLevelSchema).nullish(), asks: z.array(BookLevelSchema).nullish() });
+
+/**
+ * `GET /book?token_id=` (docs/venues.md §8 D1): `bids` ascending and `asks`
+ * descending, the best level LAST, prices and sizes as decimal strings. We
+ * sort ourselves (best first) rather than trust either order; a malformed
+ * level is skipped and counted. Throws when the answer is not a book.
+ */
+export function parseClobBook(body: unknown): { book: OrderBook; skipped: number } {
+  const parsed = ClobBookSchema.safeParse(body);
+  if (!parsed.success) throw new Error('answer is not an order book summary');
+  const levels = (rows: Array<{ price: unknown; size: unknown }> | null | undefined) =>
+    (rows ?? []).map((r) => ({ price: decimalOf(r.price) ?? NaN, size: decimalOf(r.size) ?? NaN }));
+  return sortBook(levels(parsed.data.bids), levels(parsed.data.asks));
 }

@@ -1,9 +1,11 @@
 import { buildUrl, requestJson, UpstreamError, type RequestOptions } from '../../lib/http.js';
 import type { HistoryPoint } from '../catalogue.js';
+import { EMPTY_BOOK, type OrderBook } from '../order-book.js';
 import {
   clobDisplayPrice,
   mapClobHistory,
   needsLastTrade,
+  parseClobBook,
   parseLastTrades,
   parseTokenDecimals,
   type ClobQuote,
@@ -98,4 +100,28 @@ export async function readClobPrices(
     q.price = clobDisplayPrice(q);
   }
   return { quotes, skipped: mids.skipped + spreads.skipped + lasts.skipped };
+}
+
+/**
+ * `GET /book?token_id=<token>` (docs/venues.md §8 D1): the token's whole
+ * book, best level first. A token the venue has no book for (404 "No
+ * orderbook exists…", or 400 for a token it does not know) is an empty book;
+ * network errors, timeouts, 429 and 5xx throw UpstreamError.
+ */
+export async function getClobBook(client: ClobOptions, tokenId: string): Promise<{ book: OrderBook; skipped: number }> {
+  const url = buildUrl(client.baseUrl, '/book', { token_id: tokenId });
+  let body: unknown;
+  try {
+    body = await requestJson<unknown>(url, client.http);
+  } catch (err) {
+    if (err instanceof UpstreamError && err.status !== undefined && err.status >= 400 && err.status < 500 && err.status !== 429) {
+      return { book: EMPTY_BOOK, skipped: 0 };
+    }
+    throw err;
+  }
+  try {
+    return parseClobBook(body);
+  } catch {
+    throw new UpstreamError('CLOB /book answered an unexpected shape', 200, url);
+  }
 }

@@ -3,6 +3,8 @@ import { DECIMAL, wireNonNegative, wireProbability, wireStringArray } from '../w
 import {
   displayPrice,
   isProbability,
+  priceChange,
+  venueInstant,
   roundProbability,
   type Category,
   type CatalogueGroup,
@@ -69,6 +71,9 @@ export const GammaCatalogueMarketSchema = z.object({
   active: z.boolean().nullish(),
   closed: z.boolean().nullish(),
   umaResolutionStatus: z.string().nullish(),
+  // Descriptive (docs/decisions.md §16.2): unreadable values say nothing rather than failing the market.
+  endDate: z.unknown().optional(),
+  oneDayPriceChange: z.unknown().optional(),
   // Descriptive only (a category hint): a value of another type says nothing rather than failing the market.
   feeType: z.string().nullish().catch(null),
 });
@@ -84,6 +89,7 @@ export const GammaCatalogueEventSchema = z.object({
   active: z.boolean().nullish(),
   closed: z.boolean().nullish(),
   archived: z.boolean().nullish(),
+  createdAt: z.unknown().optional(),
   tags: z.array(z.unknown()).nullish(),
   markets: z.array(z.unknown()).nullish(),
 });
@@ -163,6 +169,10 @@ export function gammaYesPrice(m: GammaCatalogueMarket, status: MarketStatus, pri
     last = last === null ? null : 1 - last;
   }
   return displayPrice({ bid, ask, last });
+}
+
+function mirrorChange(change: number | null, pricedIndex: number): number | null {
+  return change === null || pricedIndex === 0 ? change : roundProbability(-change) + 0;
 }
 
 function marketVolume(m: Pick<GammaCatalogueMarket, 'volumeNum' | 'volume'>): number {
@@ -278,10 +288,14 @@ export function mapGammaCatalogueEvent(raw: unknown): MapResult<CatalogueGroup> 
       venueMarketId: m.id,
       title: gammaMarketTitle(m, members.length),
       outcome: priced.label.slice(0, 200),
+      outcomeLabels: m.outcomes.map((o) => o.trim().slice(0, 200)),
       yesPrice: gammaYesPrice(m, status, priced.index),
       volume: marketVolume(m),
       volume24h: m.volume24hr ?? 0,
       status,
+      endDate: venueInstant(m.endDate),
+      // `oneDayPriceChange` prices the first outcome, like bestBid/bestAsk: a "Yes" in second place is mirrored.
+      venueChange24h: mirrorChange(priceChange(m.oneDayPriceChange), priced.index),
       tokenId: tokens[priced.index] ?? null,
       ...gammaResolution(m, status, priced.index),
       conditionId: m.conditionId?.toLowerCase() ?? null,
@@ -306,6 +320,7 @@ export function mapGammaCatalogueEvent(raw: unknown): MapResult<CatalogueGroup> 
       status,
       imageUrl: isHttpUrl(e.image) ? e.image : isHttpUrl(e.icon) ? e.icon : null,
       seriesTicker: null,
+      createdAt: venueInstant(e.createdAt),
       markets,
     },
   };

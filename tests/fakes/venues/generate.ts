@@ -129,7 +129,7 @@ export function generatePolymarket(o: PolymarketGenOptions): GeneratedPolymarket
       conditionId: `0x${id.padStart(64, '0')}`,
       slug: `generated-market-${j}`,
       startDate: iso(now - (mix(seed, j, 5) % 400) * 86_400),
-      endDate: iso(now + 30 * 86_400),
+      endDate: iso(now + (1 + (mix(seed, j, 9) % 60)) * 86_400),
       outcomes: JSON.stringify(outcomes),
       outcomePrices: JSON.stringify([dec(p), dec(1 - p)]),
       clobTokenIds: JSON.stringify([yesToken(j), noToken(j)]),
@@ -166,6 +166,8 @@ export function generatePolymarket(o: PolymarketGenOptions): GeneratedPolymarket
         lastTradePrice: Number(dec(p)),
       });
     }
+    // The venue's own change of the first outcome over 24 h (absent on untraded markets).
+    if (volume > 0) m.oneDayPriceChange = Number(dec((unit(mix(seed, j, 10)) - 0.5) * 0.2));
     if (k >= 8 && n > 2 && local === n - 1)
       Object.assign(m, { active: false, closed: false, outcomePrices: '["0", "0"]', volume: '0', volumeNum: 0 });
     if (k >= 8 && n > 2 && local === n - 2) {
@@ -221,6 +223,7 @@ export function generatePolymarket(o: PolymarketGenOptions): GeneratedPolymarket
         description: `Generated event ${i}: resolution rules.`,
         startDate: iso(now - 90 * 86_400),
         endDate: iso(now + 30 * 86_400),
+        createdAt: iso(now - 91 * 86_400 - (mix(seed, i, 18) % (300 * 86_400))),
         image: `https://polymarket-upload.s3.us-east-2.amazonaws.com/generated-${i}.png`,
         icon: `https://polymarket-upload.s3.us-east-2.amazonaws.com/generated-${i}-icon.png`,
         active: true,
@@ -337,10 +340,10 @@ export function generateKalshi(o: KalshiGenOptions): GeneratedKalshi {
       title,
       yes_sub_title: sub,
       no_sub_title: sub,
-      created_time: iso(now - 60 * 86_400),
+      created_time: iso(now - 61 * 86_400 - (mix(seed, j, 20) % (200 * 86_400))),
       updated_time: iso(now - 3600),
-      open_time: iso(now - 60 * 86_400),
-      close_time: iso(now + 30 * 86_400),
+      open_time: iso(now - 60 * 86_400 - (mix(seed, j, 20) % (200 * 86_400))),
+      close_time: iso(now + (1 + (mix(seed, j, 21) % 90)) * 86_400),
       latest_expiration_time: iso(now + 31 * 86_400),
       expected_expiration_time: null,
       settlement_timer_seconds: 1800,
@@ -354,7 +357,7 @@ export function generateKalshi(o: KalshiGenOptions): GeneratedKalshi {
       last_price_dollars: d4(p),
       previous_yes_bid_dollars: d4(p - 0.01),
       previous_yes_ask_dollars: d4(p + 0.01),
-      previous_price_dollars: d4(p),
+      previous_price_dollars: d4(p - (unit(mix(seed, j, 19)) - 0.5) * 0.1),
       volume_fp: `${(h % 100_000) + 1}.00`,
       volume_24h_fp: `${h % 1000}.00`,
       open_interest_fp: '1000.00',
