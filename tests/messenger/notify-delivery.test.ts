@@ -40,4 +40,25 @@ describe('notify → messenger', () => {
     expect(sent[0].text).toContain('Resolved');
     expect(sent[0].text).toContain('Your position on X resolved YES');
   });
+
+  it('two notifications to one chat within a second both arrive within 3 s with JOBS=off (decisions §13.3)', async () => {
+    const user = await createUser(t.app);
+    const chatId = 6_000_000_456;
+    await t.app.db
+      .insert(messengerBindings)
+      .values({ messengerId: BigInt(chatId), userId: user.id, chatId: BigInt(chatId), walletType: 'connected', connectedAt: new Date() });
+    const started = Date.now();
+    for (const title of ['First', 'Second']) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/internal/notifications',
+        headers: { authorization: `Bearer ${INTERNAL}` },
+        payload: { userId: user.id, type: 'position_resolved', title, message: 'Paced by the chat limit' },
+      });
+      expect(res.statusCode).toBe(201);
+    }
+    const ofChat = () => tg.sent.filter((m) => String(m.chat_id) === String(chatId));
+    while (ofChat().length < 2 && Date.now() - started < 3_000) await new Promise((r) => setTimeout(r, 50));
+    expect(ofChat().map((m) => m.text.split('\n')[0])).toEqual(['First', 'Second']);
+  });
 });

@@ -45,6 +45,10 @@ export interface DeliveryState {
   readonly redis: Redis | undefined;
   readonly keyPrefix: string;
   readonly inflight: Set<Promise<unknown>>;
+  /** Wake-ups for rows this instance deferred (pacing): each kicks its rows when their slot comes. */
+  readonly timers: Set<NodeJS.Timeout>;
+  /** Set at close: no new wake-ups. */
+  closed: boolean;
   /** Epoch ms of this instance's last prune of settled rows; 0 = not yet. */
   prunedAt: number;
 }
@@ -55,11 +59,45 @@ export function createDeliveryState(
 ): DeliveryState {
   const names = channels.map((c) => c.name);
   if (new Set(names).size !== names.length) throw new Error(`delivery channel names must be unique: ${names.join(', ')}`);
-  return { channels, redis: opts.redis, keyPrefix: opts.keyPrefix ?? 'pb:', inflight: new Set(), prunedAt: 0 };
+  return {
+    channels,
+    redis: opts.redis,
+    keyPrefix: opts.keyPrefix ?? 'pb:',
+    inflight: new Set(),
+    timers: new Set(),
+    closed: false,
+    prunedAt: 0,
+  };
 }
 
 export interface DeliveryWorkerDeps extends ServiceDeps {
-  delivery: Pick<DeliveryState, 'channels' | 'redis' | 'keyPrefix'>;
+  delivery: Pick<DeliveryState, 'channels' | 'redis' | 'keyPrefix'> & Partial<Pick<DeliveryState, 'inflight' | 'timers' | 'closed'>>;
+}
+
+/** A deferred row further out than this waits for delivery-sweep instead of a timer. */
+const WAKE_MAX_MS = 60_000;
+
+/**
+ * docs/decisions.md §13.3: a row that pacing deferred is sent when its slot comes, by the
+ * instance that deferred it, whatever JOBS says (delivery-sweep stays the safety net).
+ */
+function wakeDeferred(deps: DeliveryWorkerDeps, byTime: Map<number, string[]>, now: number): void {
+  const { timers, inflight } = deps.delivery;
+  if (!timers || !inflight || deps.delivery.closed) return;
+  const delivery = { ...deps.delivery, timers, inflight } as DeliveryState;
+  for (const [until, ids] of byTime) {
+    const wait = until - now;
+    if (wait > WAKE_MAX_MS) continue;
+    const timer = setTimeout(
+      () => {
+        timers.delete(timer);
+        if (!delivery.closed) kickDeliveryRows({ ...deps, delivery }, ids);
+      },
+      Math.max(0, wait) + 25,
+    );
+    timer.unref();
+    timers.add(timer);
+  }
 }
 
 export interface DeliveryReport {
@@ -246,6 +284,7 @@ async function settleResults(
   const updates: RowUpdate[] = [];
   const holds: Array<{ target: string; until: string }> = [];
   const moves: Array<{ user_id: string; from: string; to: string }> = [];
+  const wakes = new Map<number, string[]>();
   let pause: string | undefined;
   for (const [row, r] of results) {
     switch (r.status) {
@@ -287,10 +326,14 @@ async function settleResults(
         moves.push({ user_id: row.userId, from: row.target, to: r.target });
         report.retrying++;
         break;
-      case 'defer':
+      case 'defer': {
         updates.push({ id: row.id, status: 'pending', inc: 0, next: r.until.toISOString(), err: row.lastError, target: null });
         report.deferred++;
+        const ids = wakes.get(r.until.getTime()) ?? [];
+        ids.push(row.id);
+        wakes.set(r.until.getTime(), ids);
         break;
+      }
       case 'held':
         updates.push({ id: row.id, status: 'pending', inc: 0, next: at, err: row.lastError, target: null, held: true });
         report.held++;
@@ -325,6 +368,7 @@ async function settleResults(
     from jsonb_to_recordset(${JSON.stringify(updates)}::jsonb) as v(id uuid, status text, inc int, next timestamptz, err text, target text, held boolean)
     where d.id = v.id and d.status = 'pending'`,
   );
+  if (wakes.size > 0) wakeDeferred(deps, wakes, now.getTime());
   if (holds.length > 0) {
     // docs/decisions.md §13.3: the provider's wait holds every pending row of that chat, in the ledger.
     await rows(
@@ -549,6 +593,13 @@ export function kickInBackground(deps: Pick<ServiceDeps, 'log'> & { delivery: De
     .catch((err) => deps.log.warn({ err }, 'notification delivery kick failed; the periodic run retries'));
   inflight.add(p);
   p.finally(() => inflight.delete(p)).catch(() => {});
+}
+
+/** Stops the deferred rows' wake-ups (the app's close); delivery-sweep finds those rows later. */
+export function stopDeliveryWakeups(delivery: DeliveryState): void {
+  delivery.closed = true;
+  for (const timer of delivery.timers) clearTimeout(timer);
+  delivery.timers.clear();
 }
 
 /** Waits for the in-flight kicks (the notifications plugin's onClose, tests). */

@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { problemResponses } from '../../errors.js';
 import { sendSerialized } from '../../lib/serializer.js';
-import { createDeliveryState, drainDeliveries, liftStalePauses, type DeliveryState } from './delivery.js';
+import { createDeliveryState, drainDeliveries, liftStalePauses, stopDeliveryWakeups, type DeliveryState } from './delivery.js';
 import {
   DeliveryChannelSummarySchema,
   DeliveryIdParamsSchema,
@@ -69,6 +69,7 @@ export const notificationsPlugin = fp<NotificationsOptions>(
     );
     app.addHook('onClose', async () => {
       await liftAtStart;
+      stopDeliveryWakeups(delivery);
       await drainDeliveries(delivery);
     });
   },
