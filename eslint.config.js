@@ -10,6 +10,7 @@ export default tseslint.config(
       'eslint.config.js',
       'node_modules/',
       'dist/',
+      'client/dist/',
       'coverage/',
       '.data/',
       'migrations/',
