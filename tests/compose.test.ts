@@ -117,4 +117,11 @@ describe('compose.yaml', () => {
       expect(interpolate(String(s.environment.SIGN_IN_URI), {})).toMatch(new RegExp(`^https?://${domain}$`));
     }
   });
+
+  it('keeps secrets and dependencies out of the Docker build context (.dockerignore)', () => {
+    const lines = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim());
+    for (const entry of ['.data', 'node_modules', '.env', '.git']) expect(lines).toContain(entry);
+  });
 });
