@@ -137,7 +137,17 @@ const EnvSchema = z
     REDIS_URL: redisUrl,
     JWT_SECRET: secret('JWT_SECRET'),
     JWT_SECRET_PREVIOUS: secret('JWT_SECRET_PREVIOUS'),
-    COOKIE_DOMAIN: optionalString,
+    // A cookie Domain of a TLD, or one with spaces or wildcards, would make every sign-in fail (or leak the cookie).
+    COOKIE_DOMAIN: z.preprocess(
+      emptyToUndefined,
+      z
+        .string()
+        .regex(
+          /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/,
+          'must be a host name of two labels or more, such as example.com (no scheme, port, spaces or wildcards)',
+        )
+        .optional(),
+    ),
     CORS_ORIGINS: z.preprocess(
       emptyToUndefined,
       z

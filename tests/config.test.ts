@@ -179,6 +179,17 @@ describe('configuration', () => {
     expect(loadConfig({ NODE_ENV: 'development' }).SIGN_IN_BARE_NONCE).toBe(true);
   });
 
+  it('COOKIE_DOMAIN must be a host name of two labels or more: no TLD, spaces or wildcards (issue 34)', () => {
+    for (const bad of ['com', 'a b', '*.example.com', 'example..com', 'https://example.com']) {
+      expect(
+        problemsOf({ COOKIE_DOMAIN: bad }).some((p) => p.startsWith('COOKIE_DOMAIN:')),
+        bad,
+      ).toBe(true);
+    }
+    expect(loadConfig({ COOKIE_DOMAIN: 'example.com' }).COOKIE_DOMAIN).toBe('example.com');
+    expect(loadConfig({ COOKIE_DOMAIN: 'api.example.co.uk' }).COOKIE_DOMAIN).toBe('api.example.co.uk');
+  });
+
   it('refuses unsafe production config', () => {
     const problems = problemsOf({ NODE_ENV: 'production', CORS_ORIGINS: 'http://app.example.com' });
     expect(problems.some((p) => p.startsWith('JWT_SECRET:') && p.includes('production'))).toBe(true);
