@@ -5,6 +5,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { createSigner } from 'fast-jwt';
 import { buildTestApp, type TestApp } from './helpers/app.js';
 import { AppError } from '../src/errors.js';
+import { expectProblem as expectSharedProblem, type InjectedResponse } from './support/problem.js';
 
 const SECRET = 'test-secret-test-secret-test-secret-0123456789';
 const PREVIOUS = 'previous-secret-previous-secret-previous-0000';
@@ -47,10 +48,9 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-function expectProblem(res: { statusCode: number; headers: Record<string, unknown>; json(): any }, status: number, code: string) {
-  expect(res.statusCode).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  const body = res.json();
+/** The shared check, plus the fields every problem carries (RFC 9457). */
+function expectProblem(res: InjectedResponse, status: number, code: string) {
+  const body = expectSharedProblem(res, status, code);
   expect(body).toMatchObject({ type: 'about:blank', status, code });
   expect(typeof body.title).toBe('string');
   return body;

@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { freePort } from './support/net.js';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestJson } from '../src/lib/http.js';
@@ -7,18 +7,6 @@ import { startFakeServer, type FakeServer } from './fakes/server.js';
 import { connect, listen, newUserId, signToken } from './realtime/helpers.js';
 
 const INTERNAL = 'internal-token-internal-token';
-
-/** A port that was free a moment ago (METRICS_PORT=0 means "off", so tests need a real one). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** The value of one sample of the exposition text, or undefined when absent. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {

@@ -1,4 +1,3 @@
-import { expect } from 'vitest';
 import * as ed from '@noble/ed25519';
 import { base58 } from '@scure/base';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
@@ -86,7 +85,4 @@ export function parseSetCookies(res: LightMyRequestResponse): Record<string, Par
   return out;
 }
 
-export function expectProblem(res: LightMyRequestResponse, status: number, code: string) {
-  expect({ status: res.statusCode, code: res.json().code }, res.body).toEqual({ status, code });
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-}
+export { expectProblem } from '../support/problem.js';

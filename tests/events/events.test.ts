@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { loadSampleData, startFakeVenues, type FakeVenues } from '../fakes/venues/index.js';
 import { createUser } from '../notifications/fixtures.js';
+import { expectProblem } from '../support/problem.js';
 
 let venues: FakeVenues;
 let t: TestApp;
@@ -25,12 +26,6 @@ afterAll(async () => {
 const get = (url: string) => t.app.inject({ method: 'GET', url });
 const gammaEvent = (id: string) => venues.gamma.state.events.find((e) => e.id === id);
 const kalshiEvent = (ticker: string) => venues.kalshi.state.events.find((e) => e.event_ticker === ticker);
-
-function expectProblem(res: Awaited<ReturnType<typeof get>>, status: number, code: string) {
-  expect(res.statusCode).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(res.json()).toMatchObject({ status, code });
-}
 
 describe('events-sync ingestion', () => {
   it('lists every group of both venues, by total volume then id, with summary fields only', async () => {

@@ -1,24 +1,15 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chownSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '../support/net.js';
 
 /**
  * Throwaway PostgreSQL and Redis servers of a test's own, on free loopback
  * ports, so fault tests can stop and restart real servers without touching
  * the ones the rest of the suite (or a developer) uses.
  */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string) {
   const deadline = Date.now() + timeoutMs;

@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { freePort } from '../support/net.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, FAST_VENUES, type TestApp } from '../helpers/app.js';
 import { startFakeVenues, type FakeVenues } from '../fakes/venues/index.js';
@@ -19,17 +19,6 @@ const V2_YES = '5'.repeat(76) + '1';
 const V2_NO = '5'.repeat(76) + '2';
 const V2B_YES = '6'.repeat(76) + '1';
 const wallet = (n: number) => `0x${String(n).padStart(40, 'a')}`;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** One sample of a Prometheus exposition, or undefined. */
 function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
