@@ -14,6 +14,10 @@ import { buildTestApp, type TestApp } from './helpers/app.js';
 const INTERNAL = 'internal-token-internal-token-0000';
 let t: TestApp;
 let bearer: string;
+/** A validly signed token whose user was deleted (decisions §3: 401, never a 5xx). */
+let goneBearer: string;
+/** Answers by status over the whole run (issue 34: the tally shows 0 × 5xx other than 503). */
+const tally = new Map<number, number>();
 type Op = { method: string; path: string; params: string[]; query: string[]; hasBody: boolean };
 const ops: Op[] = [];
 
@@ -37,6 +41,12 @@ beforeAll(async () => {
     .values({ chain: 'evm', walletAddress: '0x000000000000000000000000000000000000dEaD', authMethod: 'wallet' })
     .returning();
   bearer = t.app.signAccessToken({ id: u.id, walletAddress: u.walletAddress, chain: 'evm' });
+  const [gone] = await t.db.db
+    .insert(users)
+    .values({ chain: 'evm', walletAddress: '0x000000000000000000000000000000000000bEEF', authMethod: 'wallet' })
+    .returning();
+  goneBearer = t.app.signAccessToken({ id: gone.id, walletAddress: gone.walletAddress, chain: 'evm' });
+  await t.db.db.delete(users).where(sql`${users.id} = ${gone.id}`);
   const doc = t.app.swagger() as {
     paths: Record<string, Record<string, { parameters?: Array<{ in: string; name: string }>; requestBody?: unknown }>>;
   };
@@ -155,7 +165,7 @@ describe('hostile input on every route', () => {
         { maxKeys: 4 },
       ),
       body: rawBodies,
-      auth: fc.constantFrom('user', 'internal', 'none', 'garbage'),
+      auth: fc.constantFrom('user', 'internal', 'none', 'garbage', 'gone'),
       contentType: fc.constantFrom(
         'application/json',
         'application/json; charset=utf-8',
@@ -177,6 +187,7 @@ describe('hostile input on every route', () => {
         if (r.auth === 'user') headers.authorization = `Bearer ${bearer}`;
         if (r.auth === 'internal') headers.authorization = `Bearer ${INTERNAL}`;
         if (r.auth === 'garbage') headers.authorization = 'Bearer ' + 'a'.repeat(300);
+        if (r.auth === 'gone') headers.authorization = `Bearer ${goneBearer}`;
         if (op.path.includes('messenger-bot/webhook')) headers['x-telegram-bot-api-secret-token'] = 'hook-secret';
         const withBody = op.method !== 'GET' && op.method !== 'DELETE' ? true : op.hasBody;
         if (withBody) headers['content-type'] = r.contentType;
@@ -188,6 +199,7 @@ describe('hostile input on every route', () => {
           ...(withBody ? { payload: r.body } : {}),
         });
         const where = `${op.method} ${url.slice(0, 120)} → ${res.statusCode} ${res.body.slice(0, 200)}`;
+        tally.set(res.statusCode, (tally.get(res.statusCode) ?? 0) + 1);
         if (res.statusCode >= 500) {
           expect(res.statusCode, where).toBe(503);
           expect(res.json().code, where).toBe('UNAVAILABLE');
@@ -208,5 +220,8 @@ describe('hostile input on every route', () => {
       throw new Error(`after ${out.numRuns} runs: ${(err?.message ?? 'property failed').slice(0, 1500)}`);
     }
     expect(out.numRuns).toBeGreaterThan(0);
+    const byStatus = Object.fromEntries([...tally].sort(([a], [b]) => a - b));
+    console.log(`hostile-input tally over ${ops.length} operations, ${out.numRuns} requests: ${JSON.stringify(byStatus)}`);
+    expect([...tally.keys()].filter((s) => s >= 500 && s !== 503)).toEqual([]);
   }, 300_000);
 });
