@@ -1,4 +1,4 @@
-import { notifyResolvedAndNewMarkets } from '../domains/watchlist/lifecycle.js';
+import { notifyClosingSoon, notifyResolvedAndNewMarkets } from '../domains/watchlist/lifecycle.js';
 import { lastSuccessAt } from './runs.js';
 import type { JobDefinition } from './types.js';
 
@@ -7,6 +7,7 @@ const NAME = 'watchlist-check';
 const OVERLAP_MS = 5 * 60_000;
 /** The first run looks this far back. */
 const FIRST_RUN_MS = 60 * 60_000;
+const HOUR_MS = 3_600_000;
 
 /**
  * docs/decisions.md §17.2: every minute, the watchlist's lifecycle
@@ -24,6 +25,9 @@ export const watchlistCheckJob: JobDefinition = {
     const now = deps.clock();
     const last = await lastSuccessAt(deps.db, NAME);
     const since = new Date((last?.getTime() ?? now.getTime() - FIRST_RUN_MS) - OVERLAP_MS);
-    return { items: await notifyResolvedAndNewMarkets(deps, since) };
+    const full = deps.trigger === 'manual' || !last || Math.floor(last.getTime() / HOUR_MS) !== Math.floor(now.getTime() / HOUR_MS);
+    const lifecycle = await notifyResolvedAndNewMarkets(deps, since);
+    const closing = await notifyClosingSoon(deps, since, { full });
+    return { items: lifecycle + closing };
   },
 };

@@ -299,6 +299,46 @@ describe('market_resolved of a tracked Polymarket market (§17.2: within 5 minut
   });
 });
 
+describe('market_closing_soon (§17.2)', () => {
+  it('once per (user, market) when an active market’s endDate is within 24 h, also one already that close when the user starts watching', async () => {
+    const H = 60 * MINUTE;
+    const d = gammaMarket('772001', 'Will D happen?', 0.5, 100, {
+      groupItemTitle: 'D',
+      endDate: new Date(T0 + 12 * H + 20 * H).toISOString(),
+    });
+    const e = gammaMarket('772002', 'Will E happen?', 0.5, 100, {
+      groupItemTitle: 'E',
+      endDate: new Date(T0 + 12 * H + 30 * H).toISOString(),
+    });
+    venues.gamma.state.events.push(gammaEvent('7720', 'life-close', 'Closing group', [d, e]));
+    at(12 * H);
+    expect(await t.app.jobs.run('events-sync')).toMatchObject({ ok: true });
+    const u = await watcher();
+    const nobody = await watcher();
+    at(12 * H + 10_000);
+    expect((await watch(u, 'life-close')).statusCode).toBe(201);
+    at(12 * H + 60_000);
+    await both('watchlist-check');
+    at(12 * H + 120_000);
+    await both('watchlist-check');
+    const got = await stored(u.id, 'market_closing_soon');
+    expect(got.map((n) => [n.title, n.data])).toEqual([
+      ['Closing group — D', { eventSlug: 'life-close', marketId: 'pm-772001', endDate: new Date(T0 + 32 * H).toISOString() }],
+    ]);
+    expect(got[0].message).toBe(`Closes ${new Date(T0 + 32 * H).toISOString().slice(0, 16).replace('T', ' ')} UTC`);
+    await expectDelivered(u, got[0]);
+
+    // Seven hours on, E's close is within 24 h; D's endDate moving sends nothing more.
+    (d as { endDate?: string }).endDate = new Date(T0 + 12 * H + 22 * H).toISOString();
+    at(19 * H);
+    expect(await t.app.jobs.run('events-sync')).toMatchObject({ ok: true });
+    at(19 * H + 60_000);
+    await both('watchlist-check');
+    expect((await stored(u.id, 'market_closing_soon')).map((n) => n.data.marketId)).toEqual(['pm-772001', 'pm-772002']);
+    expect(await stored(nobody.id)).toEqual([]);
+  });
+});
+
 describe('preferences and the notify route (§17.2, §6)', () => {
   it('push preferences list the four types, default on; turning one off skips its push but keeps the in-app notification', async () => {
     const u = await watcher();
