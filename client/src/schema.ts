@@ -447,7 +447,7 @@ export interface paths {
         put?: never;
         /**
          * Run a background job now and return its outcome
-         * @description Answers 200 whether the job succeeded or not (`ok: false` and `error` when it failed). While another instance runs the same job, waits for that run to end (up to 120 s, then 409 JOB_RUNNING) without holding a database connection, then runs it. A second call for the same job on this instance while one waits or runs there (a scheduled run included) answers 409 JOB_RUNNING at once; `detail` gives the ISO 8601 start of the run in progress. A run aborted by shutdown answers 503 UNAVAILABLE (docs/decisions.md §9).
+         * @description Answers 200 whether the job succeeded or not (`ok: false` and `error` when it failed). While another instance runs the same job, waits for that run to end (up to 120 s, then 409 JOB_RUNNING) without holding a database connection, then runs it. A second call for the same job on this instance while one waits or runs there (a scheduled run included) answers 409 JOB_RUNNING at once; `detail` gives the ISO 8601 start of the run in progress. A run aborted by shutdown answers 503 UNAVAILABLE (docs/decisions.md §9). `events-sync` performs the full reconcile of both venues; `?mode=increment` runs only its increments (new and changed events, new markets in known groups). Other jobs ignore `mode`.
          */
         post: operations["runJob"];
         delete?: never;
@@ -3670,7 +3670,10 @@ export interface operations {
     };
     runJob: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `increment`: events-sync runs only its ≤ 5-minute increments; default `full` */
+                mode?: "full" | "increment";
+            };
             header?: never;
             path: {
                 /** @description A job name such as `price-sync` */

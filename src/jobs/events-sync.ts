@@ -14,7 +14,11 @@ export const eventsSyncJob: JobDefinition = {
   async run(deps) {
     let outcome;
     try {
-      outcome = await syncCatalogue(deps, { full: deps.trigger === 'manual', onChanges: (changes) => handlePriceChanges(deps, changes) });
+      outcome = await syncCatalogue(deps, {
+        // Run-now does the full reconcile unless it asks for `?mode=increment` (docs/decisions.md §9).
+        full: deps.trigger === 'manual' && deps.mode !== 'increment',
+        onChanges: (changes) => handlePriceChanges(deps, changes),
+      });
     } finally {
       deps.dataChanged('events');
     }

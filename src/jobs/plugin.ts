@@ -15,7 +15,7 @@ declare module 'fastify' {
        * Runs a job now (waits, holding no connection, up to 120 s for another instance's run to finish first)
        * and records it in job_runs. 409 JOB_RUNNING when this instance already runs or waits to run it.
        */
-      run(name: string): Promise<JobOutcome>;
+      run(name: string, opts?: { mode?: JobDeps['mode'] }): Promise<JobOutcome>;
       /** What a run gets (tests call domain functions with it). */
       deps(): JobDeps;
       /** docs/decisions.md §15.2: each job's last run, last success, next scheduled run and whether it runs now. */
@@ -60,7 +60,7 @@ export const jobsPlugin = fp<JobsOptions>(
       return out;
     };
 
-    const deps = (trigger: JobDeps['trigger'] = 'manual'): JobDeps => ({
+    const deps = (trigger: JobDeps['trigger'] = 'manual', mode?: JobDeps['mode']): JobDeps => ({
       db: app.db,
       dbh: app.dbh,
       config: app.config,
@@ -74,6 +74,7 @@ export const jobsPlugin = fp<JobsOptions>(
       signal: shutdown.signal,
       subscribedMarketIds: opts.subscribedMarketIds ?? localSubscriptions,
       trigger,
+      mode,
     });
 
     /** The start of the run in progress: this instance's, else the newest unfinished row of job_runs. */
@@ -92,14 +93,14 @@ export const jobsPlugin = fp<JobsOptions>(
     const jobRunning = async (name: string) =>
       new AppError(409, 'JOB_RUNNING', `${name} is running (started ${(await inProgressSince(name)).toISOString()}); try again later`);
 
-    async function execute(def: JobDefinition, wait: boolean): Promise<JobOutcome | undefined> {
+    async function execute(def: JobDefinition, wait: boolean, mode?: JobDeps['mode']): Promise<JobOutcome | undefined> {
       const log = app.log.child({ job: def.name });
       // docs/decisions.md §9: one run (waiting or running) per job on this instance.
       const entry: { since: Date; startedAt?: Date } = { since: app.clock() };
       active.set(def.name, entry);
       let locked;
       try {
-        locked = await runLocked(def, wait, entry, log);
+        locked = await runLocked(def, wait, entry, log, mode);
       } finally {
         active.delete(def.name);
       }
@@ -115,7 +116,7 @@ export const jobsPlugin = fp<JobsOptions>(
       return locked.value;
     }
 
-    function runLocked(def: JobDefinition, wait: boolean, entry: { startedAt?: Date }, log: typeof app.log) {
+    function runLocked(def: JobDefinition, wait: boolean, entry: { startedAt?: Date }, log: typeof app.log, mode?: JobDeps['mode']) {
       return app.dbh.withAdvisoryLock(
         jobLockKey(def.name),
         async () => {
@@ -127,7 +128,7 @@ export const jobsPlugin = fp<JobsOptions>(
             .returning({ id: jobRuns.id });
           let outcome: JobOutcome;
           try {
-            const { items, skipped } = await def.run(deps(wait ? 'manual' : 'schedule'));
+            const { items, skipped } = await def.run(deps(wait ? 'manual' : 'schedule', mode));
             outcome = { name: def.name, ok: true, startedAt: started.toISOString(), finishedAt: app.clock().toISOString(), items };
             // docs/decisions.md §9: a run that skipped malformed venue rows says how many (a degraded run).
             if (skipped) outcome.skipped = skipped;
@@ -176,11 +177,11 @@ export const jobsPlugin = fp<JobsOptions>(
     app.decorate('jobs', {
       names: () => [...defs.keys()],
       deps: () => deps(),
-      async run(name: string) {
+      async run(name: string, runOpts: { mode?: JobDeps['mode'] } = {}) {
         const def = defs.get(name);
         if (!def) throw new Error(`unknown job ${name}`);
         if (active.has(name)) throw await jobRunning(name);
-        const outcome = await track(execute(def, true));
+        const outcome = await track(execute(def, true, runOpts.mode));
         return outcome!;
       },
       statuses() {

@@ -93,14 +93,21 @@ export const jobRoutes: FastifyPluginAsyncZod = async (app) => {
           'the same job, waits for that run to end (up to 120 s, then 409 JOB_RUNNING) without holding a database connection, ' +
           'then runs it. A second call for the same job on this instance while one waits or runs there (a scheduled run ' +
           'included) answers 409 JOB_RUNNING at once; `detail` gives the ISO 8601 start of the run in progress. A run ' +
-          'aborted by shutdown answers 503 UNAVAILABLE (docs/decisions.md §9).',
+          'aborted by shutdown answers 503 UNAVAILABLE (docs/decisions.md §9). `events-sync` performs the full reconcile of both ' +
+          'venues; `?mode=increment` runs only its increments (new and changed events, new markets in known groups). Other jobs ignore `mode`.',
         params: JobNameParamsSchema,
-        response: { 200: JobOutcomeSchema, ...problemResponses(401, 404, 409, 503) },
+        querystring: z.strictObject({
+          mode: z
+            .enum(['full', 'increment'])
+            .optional()
+            .meta({ description: '`increment`: events-sync runs only its ≤ 5-minute increments; default `full`' }),
+        }),
+        response: { 200: JobOutcomeSchema, ...problemResponses(400, 401, 404, 409, 503) },
       },
     },
     async (request) => {
       known(request.params.name);
-      return app.jobs.run(request.params.name);
+      return app.jobs.run(request.params.name, { mode: request.query.mode });
     },
   );
 

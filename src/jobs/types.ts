@@ -38,6 +38,11 @@ export interface JobDeps {
   signal: AbortSignal;
   /** `manual` for the run-now endpoint and app.jobs.run (events-sync then does a full reconcile). */
   trigger: 'schedule' | 'manual';
+  /**
+   * A run-now's `?mode=` (docs/decisions.md §9): `increment` makes events-sync
+   * run only its ≤ 5-minute increments instead of the full reconcile.
+   */
+  mode?: 'full' | 'increment';
 }
 
 export interface JobResult {

@@ -4,6 +4,7 @@ import { buildTestApp, FAST_VENUES, type TestApp } from '../helpers/app.js';
 import { startFakeVenues, type FakeVenues } from '../fakes/venues/index.js';
 import { gammaEvent, gammaMarket, generateGammaEvents, sdkShapes } from '../fakes/venues/gamma.js';
 import { startFakeDataApi, type FakeDataApi } from '../fakes/venues/polymarket-data.js';
+import { kalshiEvent, kalshiMarket } from '../fakes/venues/kalshi.js';
 
 /**
  * Parsing like the venues' SDKs (docs/venues.md "What we call"): numbers as
@@ -39,8 +40,8 @@ let metricsPort: number;
 beforeAll(async () => {
   venues = await startFakeVenues({
     gamma: [
-      // 95 plain events and the 5 below fill exactly one keyset page: the second is empty.
-      ...generateGammaEvents(95, 1),
+      // 195 plain events and the 5 below fill exactly two keyset pages: the third is empty.
+      ...generateGammaEvents(195, 1),
       gammaEvent('700001', 'sdk-strings', 'Numbers as strings', [sdkShapes(gammaMarket('7000011', 'Strings?', 0.42, 1234))]),
       gammaEvent('700002', 'v2-json-string', 'Protocol V2, JSON string', [
         gammaMarket('7000021', 'V2 string?', 0.3, 50, {
@@ -57,6 +58,9 @@ beforeAll(async () => {
         gammaMarket('7000042', 'Bad', 0.5, 10, { groupItemTitle: 'Bad', bestBid: 'abc' }),
       ]),
       { ...gammaEvent('700005', 'bad-event', 'x', []), title: 42 },
+    ],
+    kalshi: [
+      kalshiEvent('KXGRP-1', 'KXGRP', 'A Kalshi group', 'Sports', [kalshiMarket('KXGRP-1-A', 'KXGRP-1', 'A', 0.4, 0.42, 0.41, 100)]),
     ],
   });
   // The shapes of some SDK fixtures: an empty cursor ends the listing, an empty page is `null`.
@@ -91,9 +95,9 @@ describe('Gamma catalogue parsed like the SDKs', () => {
   it('an empty next_cursor ends the keyset listing and events: null is an empty page; the pass succeeds', async () => {
     expect(outcome).toMatchObject({ name: 'events-sync', ok: true });
     const keyset = venues.gamma.requests.filter((r) => r.path === '/events/keyset');
-    expect(keyset).toHaveLength(2);
-    // Every event but the malformed one is listed.
-    expect((await get('/api/v1/events?limit=1')).json().total).toBe(99);
+    expect(keyset).toHaveLength(3);
+    // Every event but the malformed one is listed (and the one Kalshi group).
+    expect((await get('/api/v1/events?limit=1')).json().total).toBe(200);
   });
 
   it('reads bestBid/bestAsk/lastTradePrice/volumeNum sent as decimal strings, and ignores positionIds on a V1 market', async () => {
@@ -150,5 +154,49 @@ describe('Data leaderboard parsed like the SDKs', () => {
     const board = (await get('/api/v1/leaderboard?category=OVERALL&period=ALL&sort=pnl')).json();
     const strings = board.traders.find((x: any) => x.walletAddress === wallet(1));
     expect(strings).toMatchObject({ pnl: 98234.12, volume: 1523456.78 });
+  });
+});
+
+describe('new markets inside known groups (docs/venues.md "What we call")', () => {
+  it('events-sync?mode=increment finds a market added to a known Gamma event and a known Kalshi event, and re-reads their groups', async () => {
+    // The groups are known and their own listings do not change: only the market listings say something is new.
+    // The Gamma group sits on the second page of the events listing, which the increment no longer reaches
+    // (the first page names only known groups once the malformed event is gone).
+    venues.gamma.state.events = venues.gamma.state.events.filter((e) => e.id !== '700005');
+    const gammaGroup = venues.gamma.state.events.find((e) => e.id === '100000');
+    gammaGroup.markets.push(gammaMarket('7000099', 'Added later?', 0.7, 10, { groupItemTitle: 'Later' }));
+    gammaGroup.markets[0].groupItemTitle = 'First';
+    const kalshiGroup = venues.kalshi.state.events[0];
+    kalshiGroup.markets.push(kalshiMarket('KXGRP-1-B', 'KXGRP-1', 'B', 0.6, 0.62, 0.61, 5, { created_time: new Date().toISOString() }));
+    venues.gamma.reset();
+    venues.kalshi.reset();
+    const outcome = await t.app
+      .inject({ method: 'POST', url: '/api/v1/internal/jobs/events-sync?mode=increment', headers: auth })
+      .then((r) => r.json());
+    expect(outcome).toMatchObject({ ok: true });
+    // An increment, not a full reconcile: Kalshi read by min_updated_ts, not status=open.
+    const kEvents = venues.kalshi.requests.filter((r) => r.path === '/events');
+    expect(kEvents.every((r) => r.query.has('min_updated_ts') && !r.query.has('status'))).toBe(true);
+    const kMarkets = venues.kalshi.requests.filter((r) => r.path === '/markets');
+    expect(kMarkets).toHaveLength(1);
+    expect(Number(kMarkets[0].query.get('min_created_ts'))).toBeGreaterThan(0);
+    expect(venues.kalshi.requests.some((r) => r.path === '/events/KXGRP-1')).toBe(true);
+    const gMarkets = venues.gamma.requests.filter((r) => r.path === '/markets/keyset');
+    expect(Object.fromEntries(gMarkets[0].query)).toMatchObject({ closed: 'false', order: 'id', ascending: 'false', limit: '100' });
+    expect(venues.gamma.requests.filter((r) => r.path === '/events/keyset')).toHaveLength(1);
+    expect(venues.gamma.requests.some((r) => r.path === '/events/100000')).toBe(true);
+    const pm = (await get('/api/v1/events/generated-event-0')).json();
+    expect(pm.markets.map((m: any) => m.title).sort()).toEqual(['First', 'Later']);
+    const ks = (await get('/api/v1/events/kxgrp-1')).json();
+    expect(ks.markets).toHaveLength(2);
+  });
+
+  it('a run-now without mode is the full reconcile; a mode it does not know is a 400', async () => {
+    venues.kalshi.reset();
+    expect(await runNow('events-sync')).toMatchObject({ ok: true });
+    expect(venues.kalshi.requests.some((r) => r.path === '/events' && r.query.get('status') === 'open')).toBe(true);
+    const bad = await t.app.inject({ method: 'POST', url: '/api/v1/internal/jobs/events-sync?mode=sometimes', headers: auth });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.headers['content-type']).toMatch(/application\/problem\+json/);
   });
 });

@@ -2,8 +2,13 @@ import { sql } from 'drizzle-orm';
 import { UpstreamError } from '../../lib/http.js';
 import { mapLimit } from '../../lib/map-limit.js';
 import type { Category, CatalogueGroup, CataloguePage, Venue } from '../../venues/catalogue.js';
-import { getGammaCatalogueEvent, listGammaEventsKeyset } from '../../venues/polymarket/gamma.js';
-import { getKalshiCatalogueEvent, getKalshiSeriesCategories, listKalshiEventPages } from '../../venues/kalshi/trade-api.js';
+import { getGammaCatalogueEvent, listGammaEventsKeyset, listGammaNewMarkets } from '../../venues/polymarket/gamma.js';
+import {
+  getKalshiCatalogueEvent,
+  getKalshiSeriesCategories,
+  listKalshiEventPages,
+  listKalshiMarketsCreatedSince,
+} from '../../venues/kalshi/trade-api.js';
 import type { DbOrTx } from '../../db/index.js';
 import type { OnPriceChanges } from './changes.js';
 import { searchText } from './search-text.js';
@@ -111,6 +116,11 @@ async function syncVenue(
       if (page.final) complete = true;
       if (!full && page.ids.length > 0 && known === page.ids.length) break;
     }
+    if (!full) {
+      const fresh = await syncNewGammaMarkets(deps, opts);
+      items += fresh.items;
+      skipped += fresh.skipped;
+    }
   } else {
     const categories = await kalshiCategories(deps, state);
     const since = state?.watermark ? new Date(state.watermark.getTime() - WATERMARK_OVERLAP_MS) : undefined;
@@ -118,6 +128,13 @@ async function syncVenue(
     for await (const page of listKalshiEventPages(deps.venues.kalshi, categories, listing)) {
       await write(page);
       if (page.final) complete = true;
+    }
+    if (!full && since) {
+      const fresh = await syncNewKalshiMarkets(deps, since, categories, opts);
+      items += fresh.items;
+      skipped += fresh.skipped;
+      // The watermark moves only when both listings reached their end.
+      if (!fresh.complete) complete = false;
     }
   }
   if (skipped > 0) deps.log.warn({ venue, skipped }, 'malformed venue rows skipped');
@@ -138,6 +155,87 @@ async function syncVenue(
   });
   const reread = await rereadLeftGroups(deps, venue, opts);
   return { items: items + reread.items, skipped: skipped + reread.skipped };
+}
+
+/** Parent groups re-read per venue and increment because they gained markets (the rest follow in the next runs). */
+export const NEW_MARKET_GROUPS_PER_RUN = 100;
+
+/**
+ * docs/venues.md "What we call", new markets inside known groups (every
+ * increment): Gamma `/markets/keyset` newest first down to the highest market
+ * id we hold; each new market's event is re-read by id and written, so a
+ * market added to an event we already list appears within one run.
+ */
+async function syncNewGammaMarkets(deps: MarketDataDeps, opts: CatalogueOptions): Promise<{ items: number; skipped: number }> {
+  const [top] = await deps.dbh.rows<{ id: string | null }>(
+    sql`select max(venue_market_id::numeric)::text as id from markets where venue = 'polymarket' and venue_market_id ~ '^[0-9]{1,20}$'`,
+  );
+  if (!top?.id) return { items: 0, skipped: 0 };
+  const fresh = await listGammaNewMarkets(deps.venues.gamma, BigInt(top.id));
+  const unknown = await unknownMarkets(
+    deps,
+    fresh.markets.map((m) => ({ id: `pm-${m.id}`, group: m.eventId })),
+  );
+  const groups = [...new Set(unknown)].slice(0, NEW_MARKET_GROUPS_PER_RUN);
+  const reread = await rereadGroups(deps, groups, (id) => getGammaCatalogueEvent(deps.venues.gamma, id), opts);
+  if (groups.length > 0) deps.log.info({ venue: 'polymarket', groups: groups.length }, 'groups with new markets re-read');
+  return { items: reread.items, skipped: fresh.skipped + reread.skipped };
+}
+
+/**
+ * docs/venues.md "What we call" and §8 E3, Kalshi: `GET /markets?min_created_ts=W`
+ * (W = the last complete pass − 5 minutes), then each event that gained a
+ * market we do not hold is re-read with `GET /events/{event_ticker}`.
+ */
+async function syncNewKalshiMarkets(
+  deps: MarketDataDeps,
+  since: Date,
+  categories: ReadonlyMap<string, Category>,
+  opts: CatalogueOptions,
+): Promise<{ items: number; skipped: number; complete: boolean }> {
+  const fresh = await listKalshiMarketsCreatedSince(deps.venues.kalshi, since);
+  const unknown = await unknownMarkets(
+    deps,
+    fresh.markets.map((m) => ({ id: `ks-${m.ticker}`, group: m.eventTicker })),
+  );
+  const all = [...new Set(unknown)];
+  const groups = all.slice(0, NEW_MARKET_GROUPS_PER_RUN);
+  const reread = await rereadGroups(deps, groups, (t) => getKalshiCatalogueEvent(deps.venues.kalshi, t, categories), opts);
+  if (groups.length > 0) deps.log.info({ venue: 'kalshi', groups: groups.length }, 'groups with new markets re-read');
+  return { items: reread.items, skipped: fresh.skipped + reread.skipped, complete: fresh.complete && all.length === groups.length };
+}
+
+/** The venue group ids of the markets we do not hold yet. */
+async function unknownMarkets(deps: MarketDataDeps, markets: Array<{ id: string; group: string }>): Promise<string[]> {
+  if (markets.length === 0) return [];
+  const held = await deps.dbh.rows<{ id: string }>(sql`select id from markets where id in ${idsIn(markets.map((m) => m.id))}`);
+  const known = new Set(held.map((r) => r.id));
+  return markets.filter((m) => !known.has(m.id)).map((m) => m.group);
+}
+
+/** Re-reads groups by their venue id and writes them as the catalogue does; a failed read waits for the next run. */
+async function rereadGroups(
+  deps: MarketDataDeps,
+  venueIds: string[],
+  read: (venueId: string) => Promise<CatalogueGroup | null | undefined>,
+  opts: CatalogueOptions,
+): Promise<{ items: number; skipped: number }> {
+  if (venueIds.length === 0) return { items: 0, skipped: 0 };
+  const found: CatalogueGroup[] = [];
+  let unreadable = 0;
+  await mapLimit(venueIds, REREAD_CONCURRENCY, async (id) => {
+    try {
+      const r = await read(id);
+      if (r) found.push(r);
+      else if (r === null) unreadable++;
+    } catch (err) {
+      if (!(err instanceof UpstreamError)) throw err;
+      deps.log.warn({ group: id, err: err.message }, 'group re-read failed; next run');
+    }
+  });
+  const changes = await writeGroups(deps, found);
+  if (changes.length > 0) await opts.onChanges?.(changes);
+  return { items: found.length, skipped: unreadable };
 }
 
 async function countKnown(deps: MarketDataDeps, ids: string[]): Promise<number> {

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { buildUrl, requestJson, UpstreamError, type RequestOptions } from '../../lib/http.js';
 import { mapListedPage, type Category, type CatalogueGroup, type HistoryPoint, type ListedPage, type MarketStatus } from '../catalogue.js';
 import {
@@ -8,6 +9,7 @@ import {
   mapKalshiCandles,
   mapKalshiCatalogueMarket,
   mapKalshiSeriesList,
+  isKalshiPlaceholder,
   parseKalshiMarket,
 } from './events-map.js';
 import { parseKalshiOrderbook } from './orderbook-map.js';
@@ -216,4 +218,42 @@ export async function getKalshiOrderbook(client: KalshiOptions, ticker: string):
   } catch {
     throw new UpstreamError('Kalshi orderbook answered an unexpected shape', 200, url);
   }
+}
+
+/** Pages of `GET /markets?min_created_ts=` one increment reads at most (1,000 markets each). */
+const NEW_MARKETS_MAX_PAGES = 20;
+const KalshiNewMarketSchema = z.object({
+  ticker: z.string().trim().min(1).max(200),
+  event_ticker: z.string().min(1),
+  status: z.string().min(1),
+});
+
+/**
+ * docs/venues.md "What we call", new markets inside known groups (§8 E3):
+ * `GET /markets?min_created_ts=W&limit=1000[&cursor=C]` until `cursor` is `""`.
+ * Placeholders that have not opened are left out; malformed rows are counted.
+ */
+export async function listKalshiMarketsCreatedSince(
+  client: KalshiOptions,
+  since: Date,
+): Promise<{ markets: Array<{ ticker: string; eventTicker: string }>; skipped: number; complete: boolean }> {
+  const markets: Array<{ ticker: string; eventTicker: string }> = [];
+  let skipped = 0;
+  let cursor: string | undefined;
+  const cursors = new Set<string>();
+  for (let page = 0; page < NEW_MARKETS_MAX_PAGES; page++) {
+    const url = buildUrl(client.baseUrl, '/markets', { min_created_ts: Math.floor(since.getTime() / 1000), limit: 1000, cursor });
+    const env = KalshiMarketsEnvelopeSchema.safeParse(await requestJson<unknown>(url, client.http));
+    if (!env.success) throw new UpstreamError('Kalshi /markets did not answer { markets, cursor }', 200, url);
+    for (const raw of env.data.markets) {
+      const m = KalshiNewMarketSchema.safeParse(raw);
+      if (!m.success) skipped++;
+      else if (!isKalshiPlaceholder(m.data.status)) markets.push({ ticker: m.data.ticker, eventTicker: m.data.event_ticker });
+    }
+    cursor = env.data.cursor || undefined;
+    if (cursor === undefined) return { markets, skipped, complete: true };
+    if (cursors.has(cursor)) throw new UpstreamError('Kalshi /markets repeated a cursor', 200, url);
+    cursors.add(cursor);
+  }
+  return { markets, skipped, complete: false };
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { buildUrl, requestJson, UpstreamError, type RequestOptions } from '../../lib/http.js';
 import { mapListedPage, type CatalogueGroup, type ListedPage } from '../catalogue.js';
-import { mapGammaCatalogueEvent } from './gamma-map.js';
+import { isGammaPlaceholder, mapGammaCatalogueEvent } from './gamma-map.js';
 
 /** Polymarket Gamma API (docs/venues.md §3): the keyset listing and single-event reads. */
 export interface GammaOptions {
@@ -99,4 +99,81 @@ export async function getGammaCatalogueEvent(client: GammaOptions, eventId: stri
     if (err instanceof UpstreamError && err.status === 404) return undefined;
     throw err;
   }
+}
+
+// ------------------------------------------------------- new markets (keyset)
+
+/** docs/venues.md §8 C3: a keyset market names its parent event in `events[0].id`. */
+const GammaKeysetMarketSchema = z.object({
+  id: z.string().regex(/^\d{1,20}$/),
+  active: z.boolean().nullish(),
+  closed: z.boolean().nullish(),
+  events: z.array(z.object({ id: z.string().regex(/^\d{1,20}$/) })).min(1),
+});
+
+export const GammaMarketsKeysetEnvelopeSchema = z.object({
+  markets: z
+    .array(z.unknown())
+    .nullish()
+    .transform((v) => v ?? []),
+  next_cursor: z
+    .string()
+    .nullish()
+    .transform((v) => v || undefined),
+});
+
+/** Pages of `/markets/keyset` one increment reads at most (100 markets each). */
+const NEW_MARKETS_MAX_PAGES = 20;
+
+export interface GammaNewMarkets {
+  /** Markets newer than `aboveId` that have opened (placeholders left out), with their event's Gamma id. */
+  markets: Array<{ id: string; eventId: string }>;
+  skipped: number;
+  /** False when the page cap stopped the read before it reached `aboveId`. */
+  complete: boolean;
+}
+
+/**
+ * docs/venues.md "What we call", new markets inside known groups:
+ * `GET /markets/keyset?closed=false&order=id&ascending=false&limit=100[&after_cursor=C]`,
+ * newest first, until a page reaches a market id at or below `aboveId` (the
+ * highest one we hold) or the listing ends.
+ */
+export async function listGammaNewMarkets(client: GammaOptions, aboveId: bigint): Promise<GammaNewMarkets> {
+  const out: GammaNewMarkets = { markets: [], skipped: 0, complete: false };
+  let cursor: string | undefined;
+  const cursors = new Set<string>();
+  for (let page = 0; page < NEW_MARKETS_MAX_PAGES; page++) {
+    const url = buildUrl(client.baseUrl, '/markets/keyset', {
+      closed: false,
+      order: 'id',
+      ascending: false,
+      limit: GAMMA_KEYSET_LIMIT,
+      after_cursor: cursor,
+    });
+    const env = GammaMarketsKeysetEnvelopeSchema.safeParse(await requestJson<unknown>(url, client.http));
+    if (!env.success) throw new UpstreamError('Gamma /markets/keyset did not answer { markets, next_cursor }', 200, url);
+    let reached = false;
+    for (const raw of env.data.markets) {
+      const m = GammaKeysetMarketSchema.safeParse(raw);
+      if (!m.success) {
+        out.skipped++;
+        continue;
+      }
+      if (BigInt(m.data.id) <= aboveId) {
+        reached = true;
+        continue;
+      }
+      if (isGammaPlaceholder(m.data)) continue;
+      out.markets.push({ id: m.data.id, eventId: m.data.events[0].id });
+    }
+    cursor = env.data.next_cursor;
+    if (reached || cursor === undefined) {
+      out.complete = true;
+      return out;
+    }
+    if (cursors.has(cursor)) throw new UpstreamError('Gamma /markets/keyset repeated a cursor', 200, url);
+    cursors.add(cursor);
+  }
+  return out;
 }

@@ -140,6 +140,56 @@ function keyset(state: GammaState, req: FakeRequest) {
   return { body };
 }
 
+/**
+ * `GET /markets/keyset` (docs/venues.md §8 C3) for `order=id&ascending=false`:
+ * every market of the catalogue (explicit events', then the generated ones),
+ * newest id first, each carrying its parent in `events: [{ id, slug, title }]`;
+ * `closed` (default false) filters markets by their own flag; `after_cursor`
+ * resumes below the last id served; `next_cursor` only on a full page.
+ */
+function marketsKeyset(state: GammaState, req: FakeRequest) {
+  const q = req.query;
+  if (q.has('offset')) return invalid('offset is not supported on keyset pagination, use after_cursor');
+  const order = q.get('order') ?? 'id';
+  if (order !== 'id' || q.get('ascending') !== 'false') return invalid('this fake lists markets by order=id&ascending=false only');
+  const limitRaw = q.get('limit');
+  const limit = limitRaw === null ? 20 : Math.min(100, Number(limitRaw));
+  if (!Number.isInteger(limit) || limit < 1) return invalid('limit must be a positive integer');
+  const closed = q.get('closed') === 'true';
+  const cur = q.get('after_cursor');
+  const below = cur ? decode(cur)?.below : undefined;
+  if (cur && typeof below !== 'string') return invalid('invalid after_cursor');
+  const withParent = (m: any, e: any) => ({ ...m, events: [{ id: String(e.id), slug: e.slug, title: e.title }] });
+  const explicit = state.events
+    .filter((e) => e && typeof e === 'object' && Array.isArray(e.markets))
+    .flatMap((e) => e.markets.filter((m: any) => m && typeof m === 'object').map((m: any) => ({ m, e })))
+    .sort((a, b) => idNum(b.m.id) - idNum(a.m.id));
+  const g = state.generated;
+  const out: any[] = [];
+  const limitId = below === undefined ? Infinity : Number(below);
+  let x = explicit.findIndex((r) => idNum(r.m.id) < limitId);
+  if (x < 0) x = explicit.length;
+  // Generated market ids are consecutive, ascending with j: start below the cursor.
+  const base = g && g.marketCount > 0 ? idNum(g.marketAt(0).market.id) : 0;
+  let j = g ? Math.min(g.marketCount - 1, limitId === Infinity ? Infinity : limitId - base - 1) : -1;
+  while (out.length < limit && (x < explicit.length || j >= 0)) {
+    const gen = j >= 0 ? g!.marketAt(j) : undefined;
+    const ex = explicit[x];
+    let pick: { m: any; e: any };
+    if (gen && (!ex || idNum(gen.market.id) > idNum(ex.m.id))) {
+      pick = { m: gen.market, e: gen.event };
+      j--;
+    } else {
+      pick = ex;
+      x++;
+    }
+    if ((pick.m.closed === true) === closed) out.push(withParent(pick.m, pick.e));
+  }
+  const body: { markets: any[]; next_cursor?: string } = { markets: out };
+  if (out.length === limit) body.next_cursor = encode({ below: String(out[out.length - 1].id) });
+  return { body };
+}
+
 function legacyList(state: GammaState, req: FakeRequest) {
   const q = req.query;
   const limit = Math.min(Number(q.get('limit') ?? 20), 100);
@@ -181,6 +231,7 @@ export function serveGamma(server: FakeServer, state: GammaState): void {
   });
   // Registered last so it is matched before `/events/:id`.
   server.on('GET', '/events/keyset', (req) => keyset(state, req));
+  server.on('GET', '/markets/keyset', (req) => marketsKeyset(state, req));
 }
 
 /** Wire-format Gamma market (JSON-encoded string arrays, string volume). */

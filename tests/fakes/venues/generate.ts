@@ -72,6 +72,8 @@ export interface GeneratedPolymarket {
   tokenOwner(token: string): { event: number; market: number; side: 0 | 1 } | undefined;
   yesToken(globalMarket: number): string;
   patch(id: string, fn: (event: any) => void): void;
+  /** Generated market j (0 ≤ j < marketCount; its id is ascending with j) and the event it belongs to. */
+  marketAt(j: number): { market: any; event: any };
 }
 
 const PM_CATEGORY_TAGS: Array<[string, string]> = [
@@ -239,6 +241,11 @@ export function generatePolymarket(o: PolymarketGenOptions): GeneratedPolymarket
       };
       for (const fn of patches.get(id) ?? []) fn(e);
       return e;
+    },
+    marketAt(j) {
+      const owner = api.tokenOwner(yesToken(j))!;
+      const e = api.event(owner.event);
+      return { event: e, market: e.markets[j - starts[owner.event]] };
     },
     tokenOwner(token) {
       if (!/^\d{77}$/.test(token)) return undefined;

@@ -13,7 +13,9 @@ import { serveKalshiTrades } from './kalshi-trades.js';
  *   with `with_nested_markets=true`; the top-level `markets` always), 404.
  * - `GET /markets`: `limit` 0..1000, **default 100** (so 150 `tickers`
  *   without `limit` come back truncated to 100, with a cursor), `tickers`,
- *   `event_ticker`, `series_ticker`, `status` (`open` = `active`), `cursor`.
+ *   `event_ticker`, `series_ticker`, `status` (`open` = `active`), `cursor`,
+ *   `min_created_ts` (markets created since, the new-market increment; only
+ *   with `status` unopened, open or none).
  * - `GET /series` (one un-paged answer; `category` filter) and `/series/{t}`.
  * - candlesticks: `start_ts`, `end_ts`, `period_interval` ∈ {1, 60, 1440} required.
  * Events come from `state.events` (raw wire rows) then `state.generated`;
@@ -134,7 +136,12 @@ function listMarkets(state: KalshiState, req: FakeRequest) {
   const cursor = q.get('cursor');
   const start = cursor ? decode(cursor) : 0;
   if (start === undefined) return bad('invalid cursor');
+  const minCreatedRaw = q.get('min_created_ts');
+  const minCreated = minCreatedRaw === null ? undefined : Number(minCreatedRaw);
+  if (minCreated !== undefined && !Number.isInteger(minCreated)) return bad('min_created_ts must be a unix timestamp');
   const statusQ = q.get('status');
+  if (minCreated !== undefined && statusQ && !['unopened', 'open'].includes(statusQ))
+    return bad('min_created_ts pairs only with status unopened or open');
   const wanted = statusQ === 'open' ? 'active' : statusQ === 'settled' ? 'finalized' : statusQ;
   let pool: any[];
   const tickers = q.get('tickers')?.split(',').filter(Boolean);
@@ -143,6 +150,8 @@ function listMarkets(state: KalshiState, req: FakeRequest) {
   else pool = state.events.flatMap((e) => (Array.isArray(e?.markets) ? e.markets : []));
   if (q.get('series_ticker')) pool = pool.filter((m) => findEvent(state, m.event_ticker)?.series_ticker === q.get('series_ticker'));
   if (wanted) pool = pool.filter((m) => m?.status === wanted);
+  // Markets created at or after the instant (generated markets were all created 60 days ago; explicit rows say when).
+  if (minCreated !== undefined) pool = pool.filter((m) => Date.parse(m?.created_time ?? '') / 1000 >= minCreated);
   const markets = pool.slice(start, start + limit);
   return { body: { markets, cursor: start + limit < pool.length ? encode(start + limit) : '' } };
 }
