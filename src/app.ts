@@ -27,6 +27,7 @@ import { authRoutes } from './domains/auth/plugin.js';
 import { internalAuthRoutes } from './domains/auth/internal-routes.js';
 import { devTokenRoutes } from './domains/auth/dev-token.js';
 import { eventsRoutes } from './domains/events/plugin.js';
+import { marketRoutes } from './domains/events/markets-plugin.js';
 import { messengerRoutes } from './domains/messenger/plugin.js';
 import {
   internalDeliveryRoutes,
@@ -261,6 +262,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
   // `npm run token` beside a running service on the embedded database (docs/development.md); never in production.
   if (!config.isProduction) await app.register(devTokenRoutes);
   await app.register(eventsRoutes, { prefix: '/api/v1/events' });
+  await app.register(marketRoutes, { prefix: '/api/v1/markets' });
   await app.register(notificationRoutes, { prefix: '/api/v1/notifications' });
   await app.register(alertRoutes, { prefix: '/api/v1/alerts' });
   await app.register(watchlistRoutes, { prefix: '/api/v1/watchlist' });

@@ -37,12 +37,21 @@ export {
 } from './realtime.js';
 export type { paths, components } from './schema.js';
 
+/** The query of `GET /api/v1/events`: `q`, `venue`, `sort`, `category`, `status`, `limit`, `offset`. */
+export type EventListQuery = NonNullable<paths['/api/v1/events']['get']['parameters']['query']>;
+
 export function createApiClient(opts: SessionOptions) {
   const session = new Session(opts);
   const api = createClient<paths>({ baseUrl: opts.baseUrl.replace(/\/$/, ''), fetch: session.authorizedFetch });
   return {
     api,
     session,
+    /** Finding markets (docs/decisions.md §16): search and sort groups. Throws ApiError on a problem answer. */
+    search: (query: EventListQuery = {}) => unwrap(api.GET('/api/v1/events', { params: { query } })),
+    /** One market with its group (§16.3). */
+    market: (id: string) => unwrap(api.GET('/api/v1/markets/{id}', { params: { path: { id } } })),
+    /** The market's YES order book, best level first, `depth` 1–50 (§16.4). */
+    book: (id: string, depth?: number) => unwrap(api.GET('/api/v1/markets/{id}/book', { params: { path: { id }, query: { depth } } })),
     /** Opens the live channels with this session's token. */
     realtime: (o: Partial<RealtimeOptions> = {}) => new Realtime(session, { url: opts.baseUrl, ...o }),
   };

@@ -576,6 +576,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/markets/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One market with its group
+         * @description The market as the group’s detail shows it, with `volume24h`, `change24h` and `endDate` (its own scheduled close, past or future), and its group (`event`). 404 NOT_FOUND for an unknown id. Reading it makes the market tracked for 24 h: its price is refreshed every 60 s from the next cycle on (docs/decisions.md §11.2). `syncedAt`: its `priceUpdatedAt` (else the catalogue refresh); `stale` when older than 3 minutes while tracked, 90 minutes otherwise, or when its venue’s latest run failed. `Last-Modified` is `syncedAt` (to the second).
+         */
+        get: operations["getMarket"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/markets/{id}/book": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The market’s order book, on request
+         * @description The book of the side `yesPrice` prices (`outcome`), best level first: bids descending, asks ascending, prices in [0, 1], sizes in contracts (Kalshi) or shares (Polymarket). `depth` 1–50 levels per side (default 10). `midpoint` and `spread` are null when a side is empty. From Polymarket CLOB `GET /book` and Kalshi `GET /markets/{ticker}/orderbook` (a NO bid at p is a YES ask at 1 − p). One venue read serves every request and every depth for that market for 5 s (`fetchedAt` says when it was read; concurrent requests share one read), through the venue’s shared rate limiter. When the venue fails (network error, timeout, 5xx, 429) the last book read in the last 60 s is served with `stale: true`, else 503 UNAVAILABLE with `Retry-After`. A closed or resolved market: 200 with empty sides (no venue read). An active market the venue has no book for: 200 with empty sides. Unknown id: 404. Reading a book does not make a market tracked. `Last-Modified` is `fetchedAt`.
+         */
+        get: operations["getMarketBook"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/messenger-bot/link": {
         parameters: {
             query?: never;
@@ -884,6 +924,12 @@ export interface components {
             side: string;
             walletAddress: string;
         };
+        BookLevel: {
+            /** @description Probability in [0, 1] of the YES side (the side `outcome` names) */
+            price: number;
+            /** @description Contracts (Kalshi) or shares (Polymarket) at this price */
+            size: number;
+        };
         CreatedBetaKeys: {
             /** @description The new keys in clear; only their hashes are stored, so this is the only time they are shown */
             keys: string[];
@@ -1187,6 +1233,72 @@ export interface components {
             winRate: number;
             /** Format: int64 */
             wins: number;
+        };
+        Market: {
+            /** @description The signed change of `yesPrice` over the last 24 h. Ours (the price minus our reading 23–25 h old) when the market is tracked and we hold one, else the venue’s own (Gamma `oneDayPriceChange`, Kalshi last − previous price); a market whose `yesPrice` is null has none */
+            change24h: number | null;
+            /**
+             * Format: date-time
+             * @description The venue’s scheduled close of this market, past or future (Gamma `endDate`, Kalshi `close_time`); null when the venue gives none
+             */
+            endDate: string | null;
+            /** @description The group the market belongs to (its detail: `GET /events/{slug}`) */
+            event: {
+                category: string;
+                id: string;
+                slug: string;
+                title: string;
+                /**
+                 * @description The venue the group trades on
+                 * @enum {string}
+                 */
+                venue: "polymarket" | "kalshi";
+            };
+            id: string;
+            /** @description The label of the side `yesPrice` prices: "Yes", or e.g. "Up", "Ravens" */
+            outcome: string;
+            /**
+             * Format: date-time
+             * @description When the price, or its absence, was last read from the venue; null only if never read
+             */
+            priceUpdatedAt: string | null;
+            /** @description True when the data is older than its bound or the venue’s latest run failed: the last good data, marked stale */
+            stale: boolean;
+            /** @enum {string} */
+            status: "active" | "closed" | "resolved";
+            /**
+             * Format: date-time
+             * @description When the data was last read from the venue (see the operation); null before the first successful read
+             */
+            syncedAt: string | null;
+            /** @description Names the outcome the market prices (docs/venues.md "Titles and outcome labels") */
+            title: string;
+            /** @description USD */
+            volume: number;
+            /** @description USD over the last 24 h, as the venue reports it */
+            volume24h: number;
+            /** @description Probability in [0, 1]: the midpoint when the spread is at most 0.10, else the last trade; null when the venue has no quote and no trade. A resolved market: its settlement (1 or 0) */
+            yesPrice: number | null;
+        };
+        MarketBook: {
+            /** @description Best (lowest) first. On Kalshi, a NO bid at p is a YES ask at 1 − p */
+            asks: components["schemas"]["BookLevel"][];
+            /** @description Best (highest) first */
+            bids: components["schemas"]["BookLevel"][];
+            /**
+             * Format: date-time
+             * @description When the venue was read (one read serves every request for 5 s)
+             */
+            fetchedAt: string;
+            marketId: string;
+            /** @description Of the best bid and ask; null when a side is empty */
+            midpoint: number | null;
+            /** @description The side whose book this is: the side `yesPrice` prices */
+            outcome: string;
+            /** @description Best ask − best bid; null when a side is empty */
+            spread: number | null;
+            /** @description True when the venue failed and this is the last book read in the last 60 s */
+            stale: boolean;
         };
         /** @description `market:update` on `market:<marketId>`: the market’s price or volume changed. Within 2 s of a venue change for a Polymarket market with a live subscriber (docs/decisions.md §11.2), else from the 60 s price cycle */
         MarketUpdate: {
@@ -4244,6 +4356,163 @@ export interface operations {
             };
             /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A required dependency is unavailable, or the service is overloaded and shedding load: see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getMarket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Our market id: `pm-<gamma market id>` or `ks-<market ticker>` */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: One market with its group */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "syncedAt": "2026-11-26T21:00:00.000Z",
+                     *       "stale": false,
+                     *       "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *       "title": "Bitcoin above $100k on December 31?",
+                     *       "outcome": "Yes",
+                     *       "yesPrice": 0.62,
+                     *       "volume": 125000.5,
+                     *       "volume24h": 125000.5,
+                     *       "change24h": 1.5,
+                     *       "status": "active",
+                     *       "endDate": "2026-11-26T21:00:00.000Z",
+                     *       "priceUpdatedAt": "2026-11-26T21:00:00.000Z",
+                     *       "event": {
+                     *         "id": "9b2e4c71-0d3a-4f58-8e6b-7a1c5d2f9e30",
+                     *         "slug": "bitcoin-above-100k-on-december-31",
+                     *         "title": "Bitcoin above $100k on December 31?",
+                     *         "category": "CRYPTO",
+                     *         "venue": "polymarket"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Market"];
+                };
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; the body reveals nothing internal */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getMarketBook: {
+        parameters: {
+            query?: {
+                /** @description Levels per side, 1–50 (default 10) */
+                depth?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Our market id: `pm-<gamma market id>` or `ks-<market ticker>` */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: The market’s order book, on request */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "marketId": "pm-512357",
+                     *       "outcome": "Yes",
+                     *       "bids": [
+                     *         {
+                     *           "price": 0.62,
+                     *           "size": 125000.5
+                     *         }
+                     *       ],
+                     *       "asks": [
+                     *         {
+                     *           "price": 0.62,
+                     *           "size": 125000.5
+                     *         }
+                     *       ],
+                     *       "midpoint": 1.5,
+                     *       "spread": 1.5,
+                     *       "fetchedAt": "2026-11-26T21:00:00.000Z",
+                     *       "stale": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MarketBook"];
+                };
+            };
+            /** @description The request is not valid (VALIDATION_ERROR lists each field; INVALID_CURSOR; …) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -15,7 +15,17 @@ const httpDate = (iso: string | null) => (iso === null ? undefined : new Date(is
  */
 export const marketRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = { db: app.db, dbh: app.dbh, clock: app.clock };
-  const books = createBookService({ dbh: app.dbh, clock: app.clock, log: app.log, venues: app.venues });
+  // On request: a short timeout and one retry, so a stalled venue turns into a stale book or a 503 within seconds.
+  const onDemand = (c: typeof app.venues.clob) => ({
+    ...c,
+    http: { ...c.http, timeoutMs: Math.min(c.http.timeoutMs ?? 5_000, 5_000), attempts: 2 },
+  });
+  const books = createBookService({
+    dbh: app.dbh,
+    clock: app.clock,
+    log: app.log,
+    venues: { clob: onDemand(app.venues.clob), kalshi: onDemand(app.venues.kalshi) },
+  });
 
   app.get(
     '/:id',

@@ -85,9 +85,13 @@ export const EventListQuerySchema = z.object({
     .string()
     .trim()
     .min(1, 'q must not be empty')
+    // UTF-16 units: 100 code points are at most 200; the code points are counted next.
+    .max(2 * MAX_Q, `q must be at most ${MAX_Q} characters`)
     .refine((s) => [...s].length <= MAX_Q, `q must be at most ${MAX_Q} characters`)
     .optional()
     .meta({
+      // JSON Schema counts code points, as §16.1 does.
+      maxLength: MAX_Q,
       description:
         'Search, 1–100 characters (code points) after trimming. Words are split on anything that is not a letter or digit; a group matches when every word is a prefix of some word of its title, or of one of its markets’ titles or outcome labels (both sides), ' +
         'case- and accent-insensitively (`elec` matches "Élection"). Words may match in different texts of one group. A `q` with no letter or digit matches nothing.',

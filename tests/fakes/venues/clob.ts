@@ -21,6 +21,8 @@ export interface Book {
   bid?: number;
   ask?: number;
   last?: number;
+  /** Every level of `GET /book` as [price, size], any order (default: a few levels around bid and ask). */
+  levels?: { bids: Array<[number, number]>; asks: Array<[number, number]> };
   /** Closed or resolved market: no book, history empty. */
   closed?: boolean;
 }
@@ -101,6 +103,36 @@ export function serveClob(server: FakeServer, state: ClobState): void {
   for (const path of ['/midpoints', '/spreads', '/last-trades-prices', '/prices']) {
     server.on('GET', path, () => ({ status: 400, body: { error: 'Invalid payload' } }));
   }
+
+  // docs/venues.md §8 D1: one OrderBookSummary, prices and sizes as strings, bids ascending and asks
+  // descending (the best level LAST); 404 for a token without a book, 400 for a missing or bad id.
+  server.on('GET', '/book', (req) => {
+    const token = req.query.get('token_id');
+    if (!token || !/^\d{1,100}$/.test(token)) return { status: 400, body: { error: 'Invalid token id' } };
+    const b = book(token);
+    const noBook = { status: 404, body: { error: 'No orderbook exists for the requested token id' } };
+    if (!b || b.closed || (b.bid === undefined && b.ask === undefined && !b.levels)) return noBook;
+    const levels = b.levels ?? {
+      bids: b.bid === undefined ? [] : [0.02, 0.01, 0].map((d, k): [number, number] => [b.bid! - d, 100 * (k + 1)]).filter(([p]) => p > 0),
+      asks: b.ask === undefined ? [] : [0.02, 0.01, 0].map((d, k): [number, number] => [b.ask! + d, 50 * (k + 1)]).filter(([p]) => p < 1),
+    };
+    const wire = (ls: Array<[number, number]>, asc: boolean) =>
+      [...ls].sort((x, y) => (asc ? x[0] - y[0] : y[0] - x[0])).map(([p, sz]) => ({ price: str(p), size: String(sz) }));
+    return {
+      body: {
+        market: `0x${'0'.repeat(64)}`,
+        asset_id: token,
+        timestamp: String(state.now?.() ?? Date.now()),
+        hash: '62f80ebfe02dc966260fb58f9400a5a92121d69f',
+        bids: wire(levels.bids, true),
+        asks: wire(levels.asks, false),
+        min_order_size: '5',
+        tick_size: '0.01',
+        neg_risk: false,
+        last_trade_price: b.last === undefined ? '' : str(b.last),
+      },
+    };
+  });
 
   server.on('GET', '/prices-history', (req) => {
     const market = req.query.get('market');

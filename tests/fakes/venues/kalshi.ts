@@ -35,6 +35,8 @@ export interface KalshiState {
   overlap?: number;
   /** Wire trades for `GET /markets/trades` (kalshi-trades.ts). */
   trades?: any[];
+  /** `orderbook_fp` per market ticker, as the venue sends it (default: levels around the market's yes bid and ask). */
+  orderbooks?: Record<string, unknown>;
 }
 
 const bad = (message: string) => ({ status: 400, body: { error: { code: 'bad_request', message } } });
@@ -185,6 +187,27 @@ export function serveKalshi(server: FakeServer, state: KalshiState): void {
   server.on('GET', '/markets/:ticker', (req) => {
     const m = findMarket(state, req.params.ticker);
     return m ? { body: { market: m } } : notFound('market not found');
+  });
+  // docs/venues.md §8 E1: YES and NO bids as [price, count] string pairs, ascending; an empty side is left out.
+  server.on('GET', '/markets/:ticker/orderbook', (req) => {
+    const depthRaw = req.query.get('depth');
+    if (depthRaw !== null && !(/^\d+$/.test(depthRaw) && Number(depthRaw) <= 100)) return bad('depth must be between 0 and 100');
+    const m = findMarket(state, req.params.ticker);
+    if (!m) return notFound('market not found');
+    const depth = depthRaw === null ? 0 : Number(depthRaw);
+    const given = state.orderbooks?.[req.params.ticker];
+    if (given !== undefined) return { body: { orderbook_fp: given } };
+    const bid = Number(m.yes_bid_dollars);
+    const ask = Number(m.yes_ask_dollars);
+    const ob: Record<string, Array<[string, string]>> = {};
+    const side = (best: number, sizes: number[]) =>
+      sizes
+        .map((sz, k): [string, string] => [(best - 0.01 * (sizes.length - 1 - k)).toFixed(4), sz.toFixed(2)])
+        .filter(([p]) => Number(p) > 0)
+        .slice(depth > 0 ? -depth : 0);
+    if (m.status === 'active' && bid > 0) ob.yes_dollars = side(bid, [300, 200, 100]);
+    if (m.status === 'active' && ask < 1 && ask > 0) ob.no_dollars = side(1 - ask, [30, 20, 10]);
+    return { body: { orderbook_fp: ob } };
   });
   server.on('GET', '/series', (req) => {
     const cat = req.query.get('category');
