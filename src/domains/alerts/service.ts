@@ -14,8 +14,7 @@ import {
   type PriceAlertJson,
   type UpdateAlertInput,
 } from './schemas.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { isUuid } from '../../lib/uuid.js';
 
 type AlertRow = typeof priceAlerts.$inferSelect;
 
@@ -133,7 +132,7 @@ export async function updateAlert(
   id: string,
   input: UpdateAlertInput,
 ): Promise<PriceAlertJson> {
-  if (!UUID.test(id)) throw notFound('Alert');
+  if (!isUuid(id)) throw notFound('Alert');
   return deps.db.transaction(async (tx) => {
     await lockUserAlerts(tx, userId);
     const [current] = await tx
@@ -179,7 +178,7 @@ export async function updateAlert(
 }
 
 export async function deleteAlert(deps: { db: DbOrTx }, userId: string, id: string): Promise<void> {
-  if (!UUID.test(id)) throw notFound('Alert');
+  if (!isUuid(id)) throw notFound('Alert');
   const rows = await deps.db
     .delete(priceAlerts)
     .where(and(eq(priceAlerts.id, id), eq(priceAlerts.userId, userId)))

@@ -7,6 +7,7 @@ import type { Config } from '../../config.js';
 import type { DbHandle } from '../../db/index.js';
 import { AppError } from '../../errors.js';
 import { normalizeAddress } from './wallet-verify.js';
+import { isUuid } from '../../lib/uuid.js';
 
 /**
  * Access tokens for local development without a wallet (`npm run token`,
@@ -18,8 +19,6 @@ import { normalizeAddress } from './wallet-verify.js';
  * no power; without it no other local process can use the route).
  */
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export interface TokenUser {
   id: string;
   wallet_address: string;
@@ -28,7 +27,7 @@ export interface TokenUser {
 
 /** Finds the user (by id) or finds-or-creates the wallet account (by address). 404/400 AppError otherwise. */
 export async function resolveTokenUser(dbh: DbHandle, req: { subject: string; chain?: 'evm' | 'solana' }): Promise<TokenUser> {
-  if (UUID.test(req.subject)) {
+  if (isUuid(req.subject)) {
     const [row] = await dbh.rows<TokenUser>(sql`select id, wallet_address, chain from users where id = ${req.subject.toLowerCase()}`);
     if (!row) throw new AppError(404, 'NOT_FOUND', `no user has id ${req.subject}`);
     return row;

@@ -28,6 +28,7 @@ import type { Chain, SessionSchema, SessionUser } from './schemas.js';
 import type { SuccessorSeal } from './successor-seal.js';
 import { buildSignInMessage, checkSignInMessage, parseSignInMessage, SOLANA_CHAIN_ID, type IssuedMessage } from './wallet-message.js';
 import { normalizeAddress, verifyWalletSignature } from './wallet-verify.js';
+import { isUuid } from '../../lib/uuid.js';
 
 export interface AuthDeps {
   dbh: DbHandle;
@@ -252,8 +253,6 @@ export async function logout(deps: Pick<AuthDeps, 'dbh' | 'revocations'>, userId
   await endSessions(deps, await revokeUserSessions(deps.dbh, userId));
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export type SessionView = z.infer<typeof SessionSchema>;
 
 /** GET /auth/sessions (docs/decisions.md §10.5). */
@@ -282,7 +281,7 @@ export async function endSession(
   user: AuthUser,
   sessionId: string,
 ): Promise<{ current: boolean }> {
-  if (!UUID.test(sessionId)) throw notFound('Session');
+  if (!isUuid(sessionId)) throw notFound('Session');
   const ended = await revokeUserSession(deps.dbh, user.id, sessionId.toLowerCase());
   if (ended.length === 0) throw notFound('Session');
   await endSessions(deps, ended);

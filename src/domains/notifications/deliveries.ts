@@ -5,6 +5,7 @@ import { decodeCursor, encodeCursor } from '../../lib/cursor.js';
 import type { ServiceDeps } from '../../lib/deps.js';
 import { DELIVERY_DEADLINE_MS, kickDeliveryRows, pausedChannels, resumeChannel, type DeliveryState } from './delivery.js';
 import type { Delivery } from './schemas.js';
+import { isUuid } from '../../lib/uuid.js';
 
 /**
  * The delivery ledger seen from the internal API (docs/decisions.md §13.4):
@@ -15,7 +16,6 @@ export interface LedgerDeps extends ServiceDeps {
   delivery: DeliveryState;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CURSOR_SCOPE = 'deliveries';
 
 interface CursorValue {
@@ -76,7 +76,7 @@ export async function listDeliveries(
       c?.s !== input.status ||
       typeof c?.t !== 'string' ||
       typeof c?.i !== 'string' ||
-      !UUID.test(c.i) ||
+      !isUuid(c.i) ||
       !/^\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(c.t)
     ) {
       throw new AppError(400, 'INVALID_CURSOR', 'The cursor was not issued for this listing or was altered');
@@ -102,7 +102,7 @@ export async function listDeliveries(
  * this instance tries it at once. Unknown id → 404; not failed → 409.
  */
 export async function retryDelivery(deps: LedgerDeps, id: string): Promise<Delivery> {
-  if (!UUID.test(id)) throw notFound('Delivery');
+  if (!isUuid(id)) throw notFound('Delivery');
   const now = deps.clock();
   const at = now.toISOString();
   const deadline = new Date(now.getTime() + DELIVERY_DEADLINE_MS).toISOString();

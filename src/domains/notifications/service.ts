@@ -8,6 +8,7 @@ import { insertDeliveries, kickDelivery, type DeliveryState } from './delivery.j
 import { appendStreamEvents, publishStreamEvents, type StreamEvent } from './stream.js';
 import type { ServiceDeps } from '../../lib/deps.js';
 import { NotificationSchema, type Notification, type NotificationType, type StoredNotification } from './types.js';
+import { isUuid } from '../../lib/uuid.js';
 
 /** What the notify path needs; JobDeps and the app both provide it. */
 export interface NotifyDeps extends ServiceDeps {
@@ -22,8 +23,6 @@ export interface NotifyRequest {
   message: string;
   data?: Record<string, unknown>;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function toNotificationJson(n: StoredNotification): Notification {
   return {
@@ -198,7 +197,7 @@ export async function listNotifications(
   if (input.type !== undefined) filters.push(sql`type = ${input.type}`);
   if (input.cursor !== undefined) {
     const c = decodeCursor<CursorValue>(deps.config.JWT_SECRET, CURSOR_SCOPE, input.cursor);
-    if (typeof c?.t !== 'string' || typeof c?.i !== 'string' || !UUID.test(c.i) || !/^\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(c.t)) {
+    if (typeof c?.t !== 'string' || typeof c?.i !== 'string' || !isUuid(c.i) || !/^\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(c.t)) {
       throw new AppError(400, 'INVALID_CURSOR', 'The cursor was not issued by this service or was altered');
     }
     filters.push(sql`(created_at, id) < (${c.t}::timestamptz, ${c.i}::uuid)`);
@@ -252,7 +251,7 @@ export type StreamDeps = Pick<NotifyDeps, 'db' | 'clock' | 'log' | 'publish'>;
  * again answers the same notification and emits nothing.
  */
 export async function markNotificationRead(deps: StreamDeps, userId: string, id: string): Promise<Notification> {
-  if (!UUID.test(id)) throw notFound('Notification');
+  if (!isUuid(id)) throw notFound('Notification');
   const { row, events } = await deps.db.transaction(async (tx) => {
     const [changed] = await tx
       .update(notifications)
@@ -296,7 +295,7 @@ export async function markAllNotificationsRead(deps: StreamDeps, userId: string)
 
 /** Permanent removal (its pending deliveries go with it), emitted as `notification:deleted`. */
 export async function deleteNotification(deps: StreamDeps, userId: string, id: string): Promise<void> {
-  if (!UUID.test(id)) throw notFound('Notification');
+  if (!isUuid(id)) throw notFound('Notification');
   const events = await deps.db.transaction(async (tx) => {
     const gone = await tx
       .delete(notifications)
