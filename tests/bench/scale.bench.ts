@@ -101,6 +101,14 @@ export default async function run() {
       ['GET /events?category=politics', `${base}?category=politics`],
       [`GET /events?offset=${Math.round(30_000 * scale)}`, `${base}?offset=${Math.round(30_000 * scale)}`],
       ['GET /events/:slug', `${base}/${slug}`],
+      // docs/decisions.md §16.6: every sort, first page and offset=5000; a search matching most groups and one matching few.
+      ...(['volume24h', 'newest', 'closing', 'movers'] as const).flatMap((sort) => [
+        [`GET /events?sort=${sort}`, `${base}?sort=${sort}`] as const,
+        [`GET /events?sort=${sort}&offset=5000`, `${base}?sort=${sort}&offset=${Math.min(5000, Math.round(30_000 * scale))}`] as const,
+      ]),
+      ['GET /events?q=generated (most groups)', `${base}?q=generated`],
+      ['GET /events?q=generated&offset=5000', `${base}?q=generated&offset=${Math.min(5000, Math.round(30_000 * scale))}`],
+      ['GET /events?q=generated event 1234 (few)', `${base}?q=${encodeURIComponent('generated event 1234')}`],
     ] as const;
     const readRows: string[] = [];
     for (const [name, url] of reads) {
