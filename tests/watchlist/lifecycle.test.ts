@@ -58,7 +58,9 @@ beforeAll(async () => {
   t = await buildTestApp(env, { clock: () => now });
   // A second instance on the same database (on PostgreSQL with its own pool), as in production.
   if (onPostgres) db2 = await createDb((t.db as DbHandle & { url: string }).url, { max: 10 });
-  second = await buildTestApp(env, { db: db2 ?? t.db, clock: () => now });
+  // One deployment: with Redis the instances share its key prefix, so a notification stored by
+  // either reaches the socket on the first (the detector runs on whichever takes the job's lock).
+  second = await buildTestApp(env, { db: db2 ?? t.db, clock: () => now, keyPrefix: t.keyPrefix });
   url = await listen(t.app);
   at(-10 * MINUTE);
   expect(await t.app.jobs.run('events-sync')).toMatchObject({ ok: true });
