@@ -1,3 +1,4 @@
+import { requestJson, UpstreamError, type RequestOptions } from '../lib/http.js';
 import { roundProbability } from './catalogue.js';
 
 /**
@@ -57,4 +58,32 @@ export function bookSummary(book: OrderBook): { midpoint: number | null; spread:
   const ask = book.asks[0]?.price;
   if (bid === undefined || ask === undefined) return { midpoint: null, spread: null };
   return { midpoint: roundProbability((bid + ask) / 2), spread: roundProbability(ask - bid) };
+}
+
+/**
+ * Reads one book from a venue and parses it (CLOB `GET /book`, Kalshi
+ * `GET /markets/{ticker}/orderbook`). A 4xx other than 429 is the venue saying
+ * it holds no book for that market: an empty book. Network errors, timeouts,
+ * 429 and 5xx throw UpstreamError, and so does a body of an unexpected shape.
+ */
+export async function readBook(
+  url: string,
+  http: RequestOptions | undefined,
+  parse: (body: unknown) => { book: OrderBook; skipped: number },
+  what: string,
+): Promise<{ book: OrderBook; skipped: number }> {
+  let body: unknown;
+  try {
+    body = await requestJson<unknown>(url, http);
+  } catch (err) {
+    if (err instanceof UpstreamError && err.status !== undefined && err.status >= 400 && err.status < 500 && err.status !== 429) {
+      return { book: EMPTY_BOOK, skipped: 0 };
+    }
+    throw err;
+  }
+  try {
+    return parse(body);
+  } catch {
+    throw new UpstreamError(`${what} answered an unexpected shape`, 200, url);
+  }
 }

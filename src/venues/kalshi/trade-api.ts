@@ -13,7 +13,7 @@ import {
   parseKalshiMarket,
 } from './events-map.js';
 import { parseKalshiOrderbook } from './orderbook-map.js';
-import { EMPTY_BOOK, type OrderBook } from '../order-book.js';
+import { readBook, type OrderBook } from '../order-book.js';
 
 /**
  * Kalshi Trade API v2, the calls of docs/venues.md "What we call": the
@@ -204,20 +204,7 @@ export async function getKalshiMarketsByTickers(
  */
 export async function getKalshiOrderbook(client: KalshiOptions, ticker: string): Promise<{ book: OrderBook; skipped: number }> {
   const url = buildUrl(client.baseUrl, `/markets/${encodeURIComponent(ticker)}/orderbook`);
-  let body: unknown;
-  try {
-    body = await requestJson<unknown>(url, client.http);
-  } catch (err) {
-    if (err instanceof UpstreamError && err.status !== undefined && err.status >= 400 && err.status < 500 && err.status !== 429) {
-      return { book: EMPTY_BOOK, skipped: 0 };
-    }
-    throw err;
-  }
-  try {
-    return parseKalshiOrderbook(body);
-  } catch {
-    throw new UpstreamError('Kalshi orderbook answered an unexpected shape', 200, url);
-  }
+  return readBook(url, client.http, parseKalshiOrderbook, 'Kalshi orderbook');
 }
 
 /** Pages of `GET /markets?min_created_ts=` one increment reads at most (1,000 markets each). */

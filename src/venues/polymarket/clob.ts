@@ -1,6 +1,6 @@
 import { buildUrl, requestJson, UpstreamError, type RequestOptions } from '../../lib/http.js';
 import type { HistoryPoint } from '../catalogue.js';
-import { EMPTY_BOOK, type OrderBook } from '../order-book.js';
+import { readBook, type OrderBook } from '../order-book.js';
 import {
   clobDisplayPrice,
   mapClobHistory,
@@ -110,18 +110,5 @@ export async function readClobPrices(
  */
 export async function getClobBook(client: ClobOptions, tokenId: string): Promise<{ book: OrderBook; skipped: number }> {
   const url = buildUrl(client.baseUrl, '/book', { token_id: tokenId });
-  let body: unknown;
-  try {
-    body = await requestJson<unknown>(url, client.http);
-  } catch (err) {
-    if (err instanceof UpstreamError && err.status !== undefined && err.status >= 400 && err.status < 500 && err.status !== 429) {
-      return { book: EMPTY_BOOK, skipped: 0 };
-    }
-    throw err;
-  }
-  try {
-    return parseClobBook(body);
-  } catch {
-    throw new UpstreamError('CLOB /book answered an unexpected shape', 200, url);
-  }
+  return readBook(url, client.http, parseClobBook, 'CLOB /book');
 }
