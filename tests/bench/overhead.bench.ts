@@ -23,6 +23,7 @@ import {
   type CpuComparison,
 } from './harness.js';
 import type { BaselineRoute } from './baseline-server.js';
+import { loadAverage, setupRealistic } from './overhead-realistic.js';
 
 /**
  * Issue 21: the service's CPU per response against a bare Fastify 5 route
@@ -31,9 +32,15 @@ import type { BaselineRoute } from './baseline-server.js';
  * start:dist`, what the image runs) and on `npm start` (tsx), then the cost
  * of metrics + overload protection (issue 20: ≤ 3 %) on the built service.
  *
- * BENCH_SERVICE=dist|tsx|dist,tsx (default both), BENCH_SECONDS (measured
- * seconds per run, default 3), BENCH_PROFILE=1 starts the service with
- * --cpu-prof (profiles in tests/bench/.tmp/profiles).
+ * Issue 36 adds a second configuration beside that minimal one: the service
+ * started from a shell through the npm scripts with everything an operator
+ * configures and jobs on, measured after its first catalogue and leaderboard
+ * syncs (overhead-realistic.ts).
+ *
+ * BENCH_SERVICE=dist|tsx|dist,tsx (default both), BENCH_CONFIG=minimal|
+ * realistic|minimal,realistic (default both), BENCH_SECONDS (measured seconds
+ * per run, default 3), BENCH_PROFILE=1 starts the service with --cpu-prof
+ * (profiles in tests/bench/.tmp/profiles).
  */
 const exec = promisify(execFile);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -152,7 +159,13 @@ export default async function run() {
     return;
   }
   const kinds = (process.env.BENCH_SERVICE ?? 'dist,tsx').split(',') as Array<'dist' | 'tsx'>;
+  const configs = (process.env.BENCH_CONFIG ?? 'minimal,realistic').split(',');
   if (kinds.includes('dist')) await exec('npm', ['run', 'build'], { cwd: ROOT });
+  if (configs.includes('minimal')) await runMinimal(kinds);
+  if (configs.includes('realistic')) await runRealistic(kinds);
+}
+
+async function runMinimal(kinds: Array<'dist' | 'tsx'>) {
   const { bearer, serviceEnv, seedEvents, cleanup } = await setupOverhead();
   const servers: ChildServer[] = [];
   const sections: string[] = [];
@@ -169,17 +182,7 @@ export default async function run() {
       const svc = await spawnService(kind, await serviceEnv(), profArgs);
       servers.push(svc);
       const pairs = await overheadPairs(svc.url, bearer);
-      const routes: BaselineRoute[] = [];
-      for (const p of pairs) {
-        const c = await capture(`${svc.url}${p.path}`, p.headers);
-        if (c.status !== 200) throw new Error(`${p.path}: ${c.status} ${c.body.slice(0, 200)}`);
-        routes.push({
-          path: (p.barePrefix ?? '') + p.path.split('?')[0],
-          pattern: p.pattern,
-          ...c,
-          ...(p.headers ? { jwtSecret: JWT_SECRET, jwtCache: p.jwtCache } : {}),
-        });
-      }
+      const routes = await captureRoutes(svc.url, pairs);
       const base = await spawnBaseline(routes);
       servers.push(base);
       const rows: Array<{ label: string; c: CpuComparison }> = [];
@@ -259,5 +262,89 @@ export default async function run() {
   } finally {
     for (const s of servers) await s.close();
     await cleanup();
+  }
+}
+
+/** The captured responses of the compared routes, as the bare server's routes. */
+async function captureRoutes(url: string, pairs: Awaited<ReturnType<typeof overheadPairs>>): Promise<BaselineRoute[]> {
+  const routes: BaselineRoute[] = [];
+  for (const p of pairs) {
+    const c = await capture(`${url}${p.path}`, p.headers);
+    if (c.status !== 200) throw new Error(`${p.path}: ${c.status} ${c.body.slice(0, 200)}`);
+    routes.push({
+      path: (p.barePrefix ?? '') + p.path.split('?')[0],
+      pattern: p.pattern,
+      ...c,
+      ...(p.headers ? { jwtSecret: JWT_SECRET, jwtCache: p.jwtCache } : {}),
+    });
+  }
+  return routes;
+}
+
+/**
+ * Issue 36: the same pairs against the service started and warmed like a deployed one. The CPU of
+ * the service's own background work (its schedule, the hot-market socket, timers) during a measured
+ * window is part of what it costs; the idle rate beside each table says how much of it that is.
+ */
+async function runRealistic(kinds: Array<'dist' | 'tsx'>) {
+  const setup = await setupRealistic();
+  const servers: ChildServer[] = [];
+  const sections: string[] = [];
+  const summary: string[] = [];
+  try {
+    for (const kind of kinds) {
+      const profile = process.env.BENCH_PROFILE ? `--cpu-prof --cpu-prof-dir=${ROOT}tests/bench/.tmp/profiles` : undefined;
+      const svc = await setup.start(kind, profile);
+      servers.push(svc);
+      const idleBefore = await svc.idleCpuUsPerSec();
+      const pairs = await overheadPairs(svc.url, setup.bearer);
+      const routes = await captureRoutes(svc.url, pairs);
+      const base = await spawnBaseline(routes);
+      servers.push(base);
+      const loadAtStart = loadAverage();
+      const rows: Array<{ label: string; c: CpuComparison }> = [];
+      for (const p of pairs) {
+        const opts = { ...LOAD, headers: p.headers };
+        const c = await compareCpu(
+          { name: 'bare', url: `${base.url}${p.barePrefix ?? ''}${p.path}`, pid: base.pid, opts },
+          { name: p.label, url: `${svc.url}${p.path}`, pid: svc.pid, opts },
+          ROUNDS,
+        );
+        rows.push({ label: p.label, c });
+        process.stdout.write(
+          `realistic ${kind} ${p.label}: ${c.target.cpuUs.toFixed(1)} vs ${c.base.cpuUs.toFixed(1)} µs → ${c.cpuRatio.toFixed(2)}\n`,
+        );
+      }
+      const loadAtEnd = loadAverage();
+      const idleAfter = await svc.idleCpuUsPerSec();
+      await base.close();
+      await svc.close();
+      sections.push(
+        `### Realistic configuration, ${kind === 'dist' ? '`npm run start:dist`' : '`npm start`'} from a shell`,
+        '',
+        cpuTable(rows),
+        '',
+        `Warm-up (start until the first events-sync and leaderboard-sync had finished): ${svc.warmSeconds.toFixed(0)} s.`,
+        `Service CPU with no requests (its jobs, sockets, timers): ${(idleBefore / 1000).toFixed(1)} ms/s before the`,
+        `measurements, ${(idleAfter / 1000).toFixed(1)} ms/s after. Load average (1 / 5 / 15 min): ${loadAtStart} at the start, ${loadAtEnd} at the end.`,
+        '',
+      );
+      summary.push(`${kind}: ${rows.map((r) => r.c.cpuRatio.toFixed(2)).join(' / ')}`);
+    }
+    const intro = [
+      'Issue 36: the service as an operator runs it: `sh -c "exec npm run <script>"`, PostgreSQL, Redis, `CORS_ORIGINS`,',
+      '`TRUST_PROXY`, every venue URL at a loopback fake (Gamma with 2,000 events / 8,000 markets, Kalshi 1,000 / 4,000,',
+      'the CLOB and its market WebSocket with every subscribed price moving each second, the Data API with 120 traders on',
+      'every board), push and Telegram configured, NODE_ENV=production, jobs on; measured once the first catalogue and',
+      'leaderboard syncs had finished, with the schedule still running. Same pairs, rounds and bare server as above (the',
+      'bare routes answer the bytes and headers captured from this service).',
+      '',
+      `CPU ratios (same order): ${summary.join('; ')}.`,
+      '',
+    ];
+    await writeSection('Per-request cost: realistic configuration (CPU)', [...intro, ...sections].join('\n'));
+  } finally {
+    for (const s of servers) await s.close();
+    await setup.cleanup();
   }
 }
