@@ -36,10 +36,23 @@ describe('clientAddress', () => {
   it('a non-IP entry ends the walk at the last valid address reached', () => {
     expect(clientAddress('10.0.0.2', 'garbage', lb)).toBe('10.0.0.2');
     expect(clientAddress('10.0.0.2', '198.51.100.7, garbage, 10.0.0.9', lb)).toBe('10.0.0.9');
-    expect(clientAddress('10.0.0.2', '198.51.100.7, 1.2.3.4:80', lb)).toBe('10.0.0.2');
+    expect(clientAddress('10.0.0.2', '198.51.100.7, 1.2.3.4:80:90', lb)).toBe('10.0.0.2');
+    expect(clientAddress('10.0.0.2', '[1.2.3.4]:80', lb)).toBe('10.0.0.2');
     expect(clientAddress('10.0.0.2', 'x'.repeat(16_000), lb)).toBe('10.0.0.2');
     expect(clientAddress('10.0.0.2', '127.1', lb)).toBe('10.0.0.2'); // not a strict dotted quad
     expect(clientAddress('10.0.0.2', ', ', lb)).toBe('10.0.0.2');
+  });
+
+  it('drops the port a proxy appended to a hop (IPv4 a.b.c.d:port, IPv6 [addr]:port)', () => {
+    // Before: the hop with a port ended the walk and the proxy became the client.
+    expect(clientAddress('10.0.0.2', '1.1.1.1, 198.51.100.7:5678', lb)).toBe('198.51.100.7');
+    expect(clientAddress('10.0.0.2', '198.51.100.7, 10.0.0.9:443', lb)).toBe('198.51.100.7');
+    expect(clientAddress('10.0.0.2', '[2001:db8::7]:5678', lb)).toBe('2001:db8::7');
+    expect(clientAddress('10.0.0.2', '[2001:DB8::7]', lb)).toBe('2001:db8::7');
+    expect(clientAddress('10.0.0.2', '[::ffff:198.51.100.7]:80', lb)).toBe('198.51.100.7');
+    expect(clientAddress('10.0.0.2', '198.51.100.7, [fd00::3]:443', lb)).toBe('198.51.100.7');
+    // A bare IPv6 address is not read as address:port.
+    expect(clientAddress('10.0.0.2', '2001:db8::7:80', lb)).toBe('2001:db8::7:80');
   });
 
   it('counts IPv4-mapped IPv6 as IPv4, in the list and in the header', () => {

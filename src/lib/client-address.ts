@@ -25,6 +25,21 @@ function parseIp(raw: string): Addr | undefined {
   return a;
 }
 
+/**
+ * One `X-Forwarded-For` hop. Some proxies append the peer with its port
+ * (`1.2.3.4:5678`, `[2001:db8::1]:443`, issue #34): the port is dropped so the
+ * hop still names the client instead of ending the walk at the proxy. A bare
+ * IPv6 address keeps its colons (only the bracketed form carries a port).
+ */
+function parseHop(raw: string): Addr | undefined {
+  const s = raw.trim();
+  const v4 = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(s);
+  if (v4) return parseIp(v4[1]);
+  const v6 = /^\[([0-9A-Fa-f:.]+)\](?::\d{1,5})?$/.exec(s);
+  if (v6) return isIP(v6[1]) === 6 ? parseIp(v6[1]) : undefined;
+  return parseIp(s);
+}
+
 /** One entry of TRUST_PROXY: an address or a CIDR range; undefined when it is neither. */
 export function parseProxyEntry(entry: string): [Addr, number] | undefined {
   const s = entry.trim();
@@ -77,7 +92,8 @@ export function normalizeAddress(raw: string | undefined): string {
  * docs/decisions.md §10.1: the client address for a request that reached us
  * from `peer` carrying `forwardedFor`. Without trusted proxies it is the peer.
  * An entry that is not an IP address ends the walk at the last valid address
- * reached (so a forged `garbage` entry never becomes a limiter key).
+ * reached (so a forged `garbage` entry never becomes a limiter key); an
+ * address with a port counts as the address.
  */
 export function clientAddress(
   peer: string | undefined,
@@ -91,7 +107,7 @@ export function clientAddress(
   const hops = header.split(',');
   let current = start;
   for (let i = hops.length - 1; i >= 0; i--) {
-    const next = parseIp(hops[i]);
+    const next = parseHop(hops[i]);
     if (!next) return show(current);
     current = next;
     if (!isTrusted(current, trusted)) return show(current);
