@@ -1,4 +1,5 @@
 import { loadCliConfig, openCliDb, parseCli, runIfMain, UsageError, wholeNumber } from './common.js';
+import { databaseError } from '../db/index.js';
 import { runMigrations } from '../db/migrate.js';
 import { createBetaKeys } from '../domains/auth/beta-keys.js';
 import { loadDevEnv } from '../lib/dev-env.js';
@@ -51,7 +52,7 @@ async function main(): Promise<number> {
   const dbh = await openCliDb(config, 'beta-keys');
   if (typeof dbh === 'number') return dbh;
   try {
-    await runMigrations(dbh);
+    await runMigrations(dbh).catch((err: unknown) => Promise.reject(databaseError(config.DATABASE_URL, err)));
     const keys = await createBetaKeys(dbh, opts);
     process.stdout.write(keys.map((k) => `${k}\n`).join(''));
     process.stderr.write(`created ${keys.length} beta key(s), ${opts.uses} use(s) each\n`);

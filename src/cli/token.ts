@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import { pgliteOwner } from '../db/dir-lock.js';
+import { databaseError } from '../db/index.js';
 import { runMigrations } from '../db/migrate.js';
 import { resolveTokenUser, signDevAccessToken, signDevTokenProof } from '../domains/auth/dev-token.js';
 import { AppError } from '../errors.js';
@@ -124,7 +125,7 @@ async function main(): Promise<number> {
   const dbh = await openCliDb(config, 'token');
   if (typeof dbh === 'number') return dbh;
   try {
-    await runMigrations(dbh);
+    await runMigrations(dbh).catch((err: unknown) => Promise.reject(databaseError(config.DATABASE_URL, err)));
     const user = await resolveTokenUser(dbh, req);
     const token = await signDevAccessToken(config, user, req.minutes);
     process.stdout.write(`${token}\n`);

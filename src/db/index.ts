@@ -60,6 +60,45 @@ export async function rows<T = Record<string, unknown>>(db: DbOrTx, query: SQL):
   return (result as { rows?: T[] }).rows ?? [];
 }
 
+/**
+ * DATABASE_URL as an operator may see it: the password (between `user:` and
+ * the last `@`, or a `password=` parameter) replaced, whether or not the rest
+ * of the URL parses (issue #34: a malformed URL must not echo its password).
+ */
+export function redactDatabaseUrl(url: string): string {
+  return url
+    .replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/[^:@/?#]*:)[^]*@(?=[^@]*$)/, '$1[redacted]@')
+    .replace(/([?&]password=)[^&#]*/gi, '$1[redacted]');
+}
+
+/** The password DATABASE_URL carries, if any (to keep it out of a driver's message too). */
+function urlPassword(url: string): string | undefined {
+  const m = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^:@/?#]*:([^]*)@[^@]*$/.exec(url) ?? /[?&]password=([^&#]*)/i.exec(url);
+  if (!m || m[1].length < 3) return undefined;
+  return m[1];
+}
+
+/**
+ * An error opening the database, said so for an operator: names the database
+ * and the (redacted) URL, keeps the driver's message without the password.
+ * Carries no cause: a driver's URL error keeps the whole URL in `input`.
+ */
+export function databaseError(url: string, err: unknown, what = 'cannot open the database'): Error {
+  let message = err instanceof Error ? err.message : String(err);
+  const password = urlPassword(url);
+  for (const p of password ? new Set([password, safeDecode(password)]) : []) message = message.split(p).join('[redacted]');
+  if (message.includes('://')) message = message.replace(/[A-Za-z][A-Za-z0-9+.-]*:\/\/\S+/g, (u) => redactDatabaseUrl(u));
+  return new Error(`${what} at ${redactDatabaseUrl(url)} (DATABASE_URL): ${message}`);
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
 export async function createDb(
   databaseUrl: string,
   opts: { max?: number; onNotice?: (msg: string) => void; applicationName?: string } = {},
@@ -111,11 +150,8 @@ function preparing(client: PgClient): PgClient {
   });
 }
 
-async function createPostgres(url: string, opts: { max?: number; applicationName?: string }): Promise<DbHandle> {
-  const { default: postgres } = await import('postgres');
-  const { drizzle } = await import('drizzle-orm/postgres-js');
-  const poolMax = opts.max ?? 10;
-  const client = postgres(url, {
+function open(postgres: typeof import('postgres').default, url: string, poolMax: number, applicationName: string | undefined): PgClient {
+  return postgres(url, {
     max: poolMax,
     idle_timeout: 30,
     connect_timeout: 5,
@@ -125,8 +161,20 @@ async function createPostgres(url: string, opts: { max?: number; applicationName
     backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
     // Keep the pool's notices out of stdout; a NOTICE is not an error.
     onnotice: () => {},
-    connection: { application_name: opts.applicationName ?? 'predict-backend' },
+    connection: { application_name: applicationName ?? 'predict-backend' },
   });
+}
+
+async function createPostgres(url: string, opts: { max?: number; applicationName?: string }): Promise<DbHandle> {
+  const { default: postgres } = await import('postgres');
+  const { drizzle } = await import('drizzle-orm/postgres-js');
+  const poolMax = opts.max ?? 10;
+  let client: PgClient;
+  try {
+    client = open(postgres, url, poolMax, opts.applicationName);
+  } catch (err) {
+    throw databaseError(url, err, 'DATABASE_URL is not a valid PostgreSQL URL: cannot open the database');
+  }
   const db = drizzle(preparing(client), { schema }) as unknown as Db;
 
   return {

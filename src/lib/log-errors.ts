@@ -18,6 +18,12 @@ type ErrorLike = Error & { code?: unknown; query?: unknown; params?: unknown; ca
 const isSqlState = (code: unknown): code is string => typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
 
 function safeMessage(e: ErrorLike): string {
+  // Node's AggregateError (a refused connection to every address of `localhost`) has an empty message: say its parts.
+  if (e.message === '' && Array.isArray((e as { errors?: unknown }).errors)) {
+    return ((e as unknown as { errors: unknown[] }).errors)
+      .map((x) => (x instanceof Error ? x.message : String(x)))
+      .join('; ');
+  }
   // Drizzle: `Failed query: <sql>\nparams: <values>`: the SQL only.
   if (typeof e.query === 'string' && 'params' in e) return `Failed query: ${e.query}`;
   // Data exceptions quote the input they refused: `invalid input syntax for type uuid: "…"`.
@@ -40,8 +46,21 @@ export interface SerializedError {
   stack: string;
 }
 
+function safeJson(v: unknown): string {
+  try {
+    return JSON.stringify(v)?.slice(0, 500) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
 export function serializeError(value: Error): SerializedError {
-  if (!(value instanceof Error)) return { type: typeof value, message: String(value), stack: '' };
+  if (!(value instanceof Error)) {
+    // A plain `{ message }` (or any object) is logged by its message, never as `[object Object]` (issue #34).
+    const m = value !== null && typeof value === 'object' ? (value as { message?: unknown }).message : undefined;
+    const message = typeof m === 'string' ? m : typeof value === 'object' ? safeJson(value) : String(value);
+    return { type: typeof value, message, stack: '' };
+  }
   const chain: ErrorLike[] = [];
   for (let e: unknown = value; e instanceof Error && chain.length < MAX_CAUSES && !chain.includes(e); e = (e as ErrorLike).cause) {
     chain.push(e);

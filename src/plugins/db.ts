@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin';
-import { createDb, type Db, type DbHandle } from '../db/index.js';
+import { createDb, databaseError, type Db, type DbHandle } from '../db/index.js';
 import { runMigrations } from '../db/migrate.js';
 
 declare module 'fastify' {
@@ -27,7 +27,8 @@ export const dbPlugin = fp<DbOptions>(
     // connections apart (the metrics plugin's pool gauge reads them).
     const dbh = opts.db ?? (await createDb(app.config.DATABASE_URL, { applicationName: `predict-backend ${app.instanceId.slice(0, 8)}` }));
     if (!opts.db) app.addHook('onClose', async () => dbh.close());
-    if (opts.migrate !== false) await runMigrations(dbh);
+    // The first query connects: a refusal says it was the database (issue #34), URL redacted.
+    if (opts.migrate !== false) await runMigrations(dbh).catch((err: unknown) => Promise.reject(databaseError(app.config.DATABASE_URL, err)));
     app.decorate('dbh', dbh);
     app.decorate('db', dbh.db);
   },

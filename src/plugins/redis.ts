@@ -47,7 +47,7 @@ export const redisPlugin = fp<RedisOptions>(
       });
       let warned = false;
       redis.on('error', (err) => {
-        if (!warned) app.log.warn({ err: { message: err.message } }, 'Redis connection error');
+        if (!warned) app.log.warn({ err }, `Redis connection error: ${err.message}`);
         warned = true;
       });
       redis.on('ready', () => {
