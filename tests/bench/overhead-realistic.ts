@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { openSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { SignJWT } from 'jose';
 import postgres from 'postgres';
@@ -34,7 +35,7 @@ const TRADERS = 120;
 export interface RealisticSetup {
   bearer: Record<string, string>;
   /** Starts the service through `sh -c 'exec npm run <script>'` and waits for the first syncs. */
-  start(kind: 'dist' | 'tsx', nodeOptions?: string): Promise<RealisticService>;
+  start(kind: 'dist' | 'tsx', extraEnv?: Record<string, string>): Promise<RealisticService>;
   cleanup(): Promise<void>;
 }
 
@@ -156,7 +157,7 @@ export async function setupRealistic(): Promise<RealisticSetup> {
       MESSENGER_BOT_USERNAME: 'bench_bot',
     });
 
-    const start = async (kind: 'dist' | 'tsx', nodeOptions?: string): Promise<RealisticService> => {
+    const start = async (kind: 'dist' | 'tsx', extraEnv: Record<string, string> = {}): Promise<RealisticService> => {
       const port = await freePort();
       const script = kind === 'dist' ? 'start:dist' : 'start';
       const started = Date.now();
@@ -167,14 +168,15 @@ export async function setupRealistic(): Promise<RealisticSetup> {
           PATH: process.env.PATH ?? '',
           HOME: process.env.HOME ?? '',
           ...(await env()),
-          ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
+          ...extraEnv,
           PORT: String(port),
           HOST: '127.0.0.1',
         },
-        stdio: ['ignore', 'ignore', 'pipe'],
+        // BENCH_SERVICE_LOG=<file>: the service's log lines (stdout) for a look at what it does while measured.
+        stdio: ['ignore', process.env.BENCH_SERVICE_LOG ? openSync(process.env.BENCH_SERVICE_LOG, 'a') : 'ignore', 'pipe'],
       });
       let stderr = '';
-      child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+      child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
       const url = `http://127.0.0.1:${port}`;
       const close = () =>
         new Promise<void>((resolve) => {
@@ -199,7 +201,8 @@ export async function setupRealistic(): Promise<RealisticSetup> {
           if (res.ok) {
             const { jobs } = (await res.json()) as { jobs: Array<{ name: string; lastSuccessAt: string | null }> };
             const done = (n: string) => jobs.some((j) => j.name === n && j.lastSuccessAt && Date.parse(j.lastSuccessAt) >= started);
-            if (done('events-sync') && done('leaderboard-sync')) break;
+            // With JOBS=off (a comparison against the same data without a schedule) nothing runs: answering is enough.
+            if (extraEnv.JOBS === 'off' || (done('events-sync') && done('leaderboard-sync'))) break;
           }
         } catch {
           /* not listening yet */

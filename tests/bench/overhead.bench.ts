@@ -293,7 +293,10 @@ async function runRealistic(kinds: Array<'dist' | 'tsx'>) {
   const summary: string[] = [];
   try {
     for (const kind of kinds) {
-      const profile = process.env.BENCH_PROFILE ? `--cpu-prof --cpu-prof-dir=${ROOT}tests/bench/.tmp/profiles` : undefined;
+      // npm refuses --cpu-prof in NODE_OPTIONS: a preload profiles the server process instead.
+      const profile = process.env.BENCH_PROFILE
+        ? { NODE_OPTIONS: `--import=${ROOT}tests/bench/cpu-profile-preload.mjs`, CPU_PROFILE_DIR: `${ROOT}tests/bench/.tmp/profiles` }
+        : undefined;
       const svc = await setup.start(kind, profile);
       servers.push(svc);
       const idleBefore = await svc.idleCpuUsPerSec();
