@@ -35,7 +35,6 @@ export const NotifyBodySchema = z.strictObject({
     .optional()
     .meta({ description: 'Related ids, e.g. `orderId`, `marketId`; a JSON object nesting at most 16 levels' }),
 });
-export type NotifyInput = z.infer<typeof NotifyBodySchema>;
 
 // ---- The delivery ledger's internal API (docs/decisions.md §13.4) ----
 

@@ -126,4 +126,3 @@ export async function fetchTraderActivitySince(api: DataApi, user: string, opts:
     allMalformed: [positions, closed, trades].some((l) => l.rows.length === 0 && l.skipped > 0),
   };
 }
-export type TraderActivity = Awaited<ReturnType<typeof fetchTraderActivitySince>>;
