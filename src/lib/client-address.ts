@@ -82,12 +82,6 @@ function show(a: Addr): string {
   return a.toString();
 }
 
-/** The socket peer as we show it; `unknown` when the socket has none (already closed). */
-export function normalizeAddress(raw: string | undefined): string {
-  const a = raw === undefined ? undefined : parseIp(raw);
-  return a ? show(a) : 'unknown';
-}
-
 /**
  * docs/decisions.md §10.1: the client address for a request that reached us
  * from `peer` carrying `forwardedFor`. Without trusted proxies it is the peer.

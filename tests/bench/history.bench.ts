@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { sql } from 'drizzle-orm';
 import { writeSnapshot } from '../../src/domains/leaderboard/sync.js';
 import { compactTraderHistory, getTraderHistory, recordTraderHistory } from '../../src/domains/leaderboard/history.js';
-import { CATEGORIES, PERIODS, type SnapshotRow } from '../../src/venues/polymarket/data-map.js';
+import { LEADERBOARD_CATEGORIES, PERIODS, type SnapshotRow } from '../../src/venues/polymarket/data-map.js';
 import { startApp, writeSection } from './harness.js';
 
 /**
@@ -52,7 +52,7 @@ export default async function run() {
     const dbh = app.dbh;
     // The current hour's start plus 5 minutes: the benchmarked sync; history lies before it.
     const now = new Date(Math.floor(Date.now() / HOUR) * HOUR + 5 * 60_000);
-    const boards = CATEGORIES.flatMap((category) => PERIODS.map((period) => ({ category, period })));
+    const boards = LEADERBOARD_CATEGORIES.flatMap((category) => PERIODS.map((period) => ({ category, period })));
 
     // Boards as the previous sync left them (10 minutes earlier), then their history.
     let [seedMs] = await timed(async () => {

@@ -5,8 +5,7 @@ import fastifyJwt, { type VerifyOptions } from '@fastify/jwt';
 import type { FastifyRequest } from 'fastify';
 import { AppError, unauthorized } from '../../errors.js';
 import { createRevocationStore, type RevocationStore } from './revocations.js';
-
-export type Chain = 'solana' | 'evm';
+import type { Chain } from './schemas.js';
 
 /** What handlers see as the current user (docs/api-contract.md §2 "JWT payloads"). */
 export interface AuthUser {

@@ -29,7 +29,7 @@ export interface NonceLimit {
  * The limit's hit, and the operation's result. When the hit was refused
  * (`hit.current > max`) nothing was issued or taken and `value` is undefined.
  */
-export interface Limited<T> {
+export interface WithHit<T> {
   hit: HitResult;
   value: T;
 }
@@ -44,9 +44,9 @@ export interface Limited<T> {
  * every sign-in); a refused request neither issues nor consumes a nonce.
  */
 export interface NonceStore {
-  issue(binding: NonceBinding, limit: NonceLimit): Promise<Limited<{ nonce: string; expiresAt: Date } | undefined>>;
+  issue(binding: NonceBinding, limit: NonceLimit): Promise<WithHit<{ nonce: string; expiresAt: Date } | undefined>>;
   /** Removes the nonce and returns what it was bound to, or undefined if unknown/expired/used. */
-  take(nonce: string, limit: NonceLimit): Promise<Limited<TakenNonce | undefined>>;
+  take(nonce: string, limit: NonceLimit): Promise<WithHit<TakenNonce | undefined>>;
   close(): void;
 }
 

@@ -5,7 +5,7 @@ import type { DbHandle } from '../../db/index.js';
  * Honest freshness (docs/decisions.md §11.4): `syncedAt` and `stale` of the
  * event responses, from venue_sync_state and the markets' `price_updated_at`.
  */
-export interface Freshness {
+export interface MarketDataFreshness {
   syncedAt: string | null;
   stale: boolean;
 }
@@ -22,7 +22,7 @@ export const TRACKED_WITHIN_MS = 5 * MIN;
 const iso = (v: string | Date | null | undefined) => (v == null ? null : new Date(v).toISOString());
 
 /** GET /events: the older of the two venues' last successful catalogue refresh; stale past 15 min or after a failed run. */
-export async function listFreshness(dbh: DbHandle, now: Date): Promise<Freshness> {
+export async function listFreshness(dbh: DbHandle, now: Date): Promise<MarketDataFreshness> {
   const rows = await dbh.rows<{ venue: string; ok_at: string | Date | null; failed: boolean }>(
     sql`select venue, catalogue_ok_at as ok_at, catalogue_failed as failed from venue_sync_state`,
   );
@@ -41,7 +41,7 @@ export async function listFreshness(dbh: DbHandle, now: Date): Promise<Freshness
  * (else its venue's catalogue refresh); stale past 3 minutes for a tracked
  * group, 90 otherwise, or when its venue's latest run failed.
  */
-export async function groupFreshness(dbh: DbHandle, groupId: string, venue: string, now: Date): Promise<Freshness> {
+export async function groupFreshness(dbh: DbHandle, groupId: string, venue: string, now: Date): Promise<MarketDataFreshness> {
   const trackedSince = new Date(now.getTime() - TRACKED_WITHIN_MS).toISOString();
   const [r] = await dbh.rows<{
     oldest: string | Date | null;
@@ -65,7 +65,7 @@ export async function groupFreshness(dbh: DbHandle, groupId: string, venue: stri
  * §11.4): its `priceUpdatedAt` (else its venue's catalogue refresh); stale
  * past 3 minutes when tracked, 90 otherwise, or when its venue's latest run failed.
  */
-export async function marketFreshness(dbh: DbHandle, marketId: string, venue: string, now: Date): Promise<Freshness> {
+export async function marketFreshness(dbh: DbHandle, marketId: string, venue: string, now: Date): Promise<MarketDataFreshness> {
   const trackedSince = new Date(now.getTime() - TRACKED_WITHIN_MS).toISOString();
   const [r] = await dbh.rows<{ at: string | Date | null; tracked: boolean | null; ok_at: string | Date | null; failed: boolean | null }>(
     sql`select m.price_updated_at as at, (m.tracked_at >= ${trackedSince}::timestamptz) as tracked,

@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { DbHandle } from '../../db/index.js';
-import type { Category, Period } from '../../venues/polymarket/data-map.js';
+import type { LeaderboardCategory, Period } from '../../venues/polymarket/data-map.js';
 import { boardFreshness } from './freshness.js';
 import type { TraderHistory, TraderHistoryPoint } from './schemas.js';
 
@@ -155,7 +155,7 @@ interface ChangeRow {
 }
 
 export interface HistoryQuery {
-  category: Category;
+  category: LeaderboardCategory;
   period: Period;
   days: number;
 }

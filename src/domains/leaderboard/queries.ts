@@ -157,7 +157,7 @@ export async function snapshotIsReady(db: DbOrTx, id: number, category: string, 
   return rows.length > 0;
 }
 
-export async function selectBiggestWins(db: DbOrTx, since: Date | undefined, limit: number) {
+export async function selectStoredBiggestWins(db: DbOrTx, since: Date | undefined, limit: number) {
   return db
     .select()
     .from(biggestWins)

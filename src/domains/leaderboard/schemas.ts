@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { CATEGORIES, PERIODS } from '../../venues/polymarket/data-map.js';
+import { LEADERBOARD_CATEGORIES, PERIODS } from '../../venues/polymarket/data-map.js';
 import { SORT_COLUMN } from './queries.js';
 
 export const PeriodSchema = z.enum(PERIODS);
-export const CategorySchema = z.enum(CATEGORIES);
+export const CategorySchema = z.enum(LEADERBOARD_CATEGORIES);
 export const SortSchema = z.enum(Object.keys(SORT_COLUMN) as [keyof typeof SORT_COLUMN, ...(keyof typeof SORT_COLUMN)[]]);
 
 export const LeaderboardQuerySchema = z

@@ -10,7 +10,7 @@ import { computeFigures } from './figures.js';
 import { BOARD_STALE_AFTER_MS, ON_DEMAND_PROFILE_STALE_MS, RANKED_PROFILE_STALE_MS } from './freshness.js';
 import {
   countBefore,
-  selectBiggestWins,
+  selectStoredBiggestWins,
   selectCachedProfile,
   selectEntry,
   selectPage,
@@ -328,7 +328,7 @@ export async function listBiggestWins(
 ): Promise<{ wins: BiggestWin[]; syncedAt: Date | null }> {
   const ms = periodMs(input.period);
   const since = ms === undefined ? undefined : new Date(deps.clock().getTime() - ms);
-  const [rows, syncedAt] = await Promise.all([selectBiggestWins(deps.db, since, input.limit), latestEnrichment(deps.dbh)]);
+  const [rows, syncedAt] = await Promise.all([selectStoredBiggestWins(deps.db, since, input.limit), latestEnrichment(deps.dbh)]);
   const wins = rows.map((r) => ({
     walletAddress: r.walletAddress,
     displayName: r.displayName,

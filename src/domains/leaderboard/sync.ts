@@ -4,11 +4,11 @@ import type { DbHandle } from '../../db/index.js';
 import { monitorChannel, type PublishFn } from '../realtime/channels.js';
 import { fetchLeaderboard, type DataApi } from '../../venues/polymarket/data-api.js';
 import {
-  CATEGORIES,
+  LEADERBOARD_CATEGORIES,
   mergeOrderings,
   PERIODS,
   toVenuePeriod,
-  type Category,
+  type LeaderboardCategory,
   type Period,
   type SnapshotRow,
 } from '../../venues/polymarket/data-map.js';
@@ -31,7 +31,7 @@ export const SNAPSHOT_RETENTION_MINUTES = 30;
 const INSERT_CHUNK = 5_000;
 
 export interface BoardOutcome {
-  category: Category;
+  category: LeaderboardCategory;
   period: Period;
   snapshotId?: number;
   rows: number;
@@ -116,7 +116,12 @@ export async function pruneCachedProfiles(dbh: DbHandle): Promise<void> {
 }
 
 /** Fetches both orderings of one board from the venue and writes it; any failed page fails the board. */
-export async function syncBoard(deps: LeaderboardDeps, category: Category, period: Period, at = deps.clock()): Promise<BoardOutcome> {
+export async function syncBoard(
+  deps: LeaderboardDeps,
+  category: LeaderboardCategory,
+  period: Period,
+  at = deps.clock(),
+): Promise<BoardOutcome> {
   try {
     const timePeriod = toVenuePeriod(period);
     // One ordering after the other: the Data API limiter is the process's, shared with enrichment and profiles.
@@ -144,7 +149,7 @@ export async function syncLeaderboards(
   deps: LeaderboardDeps,
   opts: { concurrency?: number } = {},
 ): Promise<{ items: number; boards: BoardOutcome[]; skipped: number }> {
-  const pairs = CATEGORIES.flatMap((category) => PERIODS.map((period) => ({ category, period })));
+  const pairs = LEADERBOARD_CATEGORIES.flatMap((category) => PERIODS.map((period) => ({ category, period })));
   const at = deps.clock(); // one instant per sync: every board's points and switch time
   const boards = await mapLimit(pairs, opts.concurrency ?? 2, ({ category, period }) => syncBoard(deps, category, period, at));
   await pruneSnapshots(deps.dbh).catch((err) => deps.log.warn({ err }, 'leaderboard snapshot pruning failed'));

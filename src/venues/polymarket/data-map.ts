@@ -9,8 +9,8 @@ import { wireInt, wireNumber } from '../wire.js';
 
 export const PERIODS = ['1D', '7D', '30D', 'ALL'] as const;
 export type Period = (typeof PERIODS)[number];
-export const CATEGORIES = ['OVERALL', 'POLITICS', 'SPORTS', 'CRYPTO'] as const;
-export type Category = (typeof CATEGORIES)[number];
+export const LEADERBOARD_CATEGORIES = ['OVERALL', 'POLITICS', 'SPORTS', 'CRYPTO'] as const;
+export type LeaderboardCategory = (typeof LEADERBOARD_CATEGORIES)[number];
 export type VenuePeriod = 'DAY' | 'WEEK' | 'MONTH' | 'ALL';
 
 const VENUE_PERIOD: Record<Period, VenuePeriod> = { '1D': 'DAY', '7D': 'WEEK', '30D': 'MONTH', ALL: 'ALL' };
