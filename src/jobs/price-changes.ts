@@ -1,4 +1,4 @@
-import { checkPriceAlerts, type AlertCheckDeps } from '../domains/alerts/service.js';
+import { checkPriceAlerts, type AlertCheckDeps } from '../domains/alerts/trigger.js';
 import { publishPriceChanges, type PriceChange } from '../domains/events/changes.js';
 import { notifyMarketMoves } from '../domains/watchlist/lifecycle.js';
 import type { DataTopic } from '../plugins/signals.js';

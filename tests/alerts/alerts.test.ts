@@ -3,7 +3,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import { notifications, priceAlerts } from '../../drizzle/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { createDb, type DbHandle } from '../../src/db/index.js';
-import { checkPriceAlerts } from '../../src/domains/alerts/service.js';
+import { checkPriceAlerts } from '../../src/domains/alerts/trigger.js';
 import type { PriceChange } from '../../src/domains/events/changes.js';
 import { onPostgres } from '../helpers/env.js';
 import { createMarket, createUser, expectProblemShape, recordPublishes } from '../notifications/fixtures.js';

@@ -3,7 +3,7 @@ import { and, asc, eq, sql } from 'drizzle-orm';
 import { notifications, priceAlerts } from '../../drizzle/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { createDb, type DbHandle } from '../../src/db/index.js';
-import { checkPriceAlerts } from '../../src/domains/alerts/service.js';
+import { checkPriceAlerts } from '../../src/domains/alerts/trigger.js';
 import { applyReadings, writeTx } from '../../src/domains/events/store.js';
 import { onPostgres } from '../helpers/env.js';
 import { createMarket, createUser, expectProblemShape } from '../notifications/fixtures.js';

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { checkPriceAlerts, alertTriggerSql } from '../../src/domains/alerts/service.js';
+import { checkPriceAlerts, alertTriggerSql } from '../../src/domains/alerts/trigger.js';
 import { drainDeliveries } from '../../src/domains/notifications/delivery.js';
 import type { PriceChange } from '../../src/domains/events/changes.js';
 import { load, loadTable, PG_URL, startApp, startBaseline, writeSection, type BenchApp } from './harness.js';
