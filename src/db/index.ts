@@ -120,12 +120,11 @@ type PgClient = import('postgres').Sql;
  * (`prepare: name !== undefined`), and postgres-js then runs a statement with parameters in two
  * round trips: Parse + Describe first (to learn the parameter types), then Parse + Bind + Execute.
  * So PostgreSQL parsed and planned every statement twice and the service paid two socket writes
- * for each; a refresh rotation cost ~0.9 ms of PostgreSQL CPU and ~0.7 ms of the service's
- * (tests/bench/RESULTS.md). Prepared, a statement is parsed once per connection and then costs one
- * round trip. postgres-js keeps the prepared statements per connection (recycled every 30–60 min)
- * and re-prepares on its own when a migration invalidates one. `?prepare=false` in DATABASE_URL
- * (PgBouncer in transaction mode before 1.21) turns it off for every statement, as postgres-js
- * documents.
+ * for each (what that cost a refresh rotation: tests/bench/RESULTS.md). Prepared, a statement is
+ * parsed once per connection and then costs one round trip. postgres-js keeps the prepared
+ * statements per connection (recycled every 30–60 min) and re-prepares on its own when a migration
+ * invalidates one. `?prepare=false` in DATABASE_URL (PgBouncer in transaction mode before 1.21)
+ * turns it off for every statement, as postgres-js documents.
  */
 function preparing(client: PgClient): PgClient {
   return new Proxy(client, {

@@ -32,8 +32,8 @@ export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 /**
  * A serialised body kept to be sent many times, as its UTF-8 bytes. Node
  * writes a Buffer as it is; a string body is appended to the header block and
- * encoded again on every send, which cost ~1.3 µs of CPU per request on a
- * 21 KB leaderboard page (tests/bench/RESULTS.md, issue 21).
+ * encoded again on every send, a measurable cost on a large cached page
+ * (tests/bench/RESULTS.md, issue 21).
  */
 export type CachedBody = Buffer;
 

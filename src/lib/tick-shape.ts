@@ -12,12 +12,12 @@ let shape: object | undefined;
  * Why (tests/bench/RESULTS.md, issue 21): Node builds every tick object as a
  * literal with computed symbol keys, `{ [async_id_symbol]: id,
  * [trigger_async_id_symbol]: trigger, callback, args }`
- * (lib/internal/process/task_queues.js in Node 20). In 9 of 10 starts of this
+ * (lib/internal/process/task_queues.js in Node 20). In most starts of this
  * service the inline caches that define the second to fourth keys ended up
  * MEGAMORPHIC (`%DebugPrint(process.nextTick)` under `--allow-natives-syntax`),
  * and from then on every tick object (five to seven per HTTP request, from
  * Node's own stream and HTTP code) had its keys defined through the V8 runtime:
- * about a tenth of the CPU of a small response. A minimal Fastify process never
+ * a sizeable share of the CPU of a small response. A minimal Fastify process never
  * got there. Building one object with the same keys in the same order, early,
  * left them monomorphic in every start measured; a literal of the same form with
  * other symbols did not, so it is the shared maps that matter (why the start-up
