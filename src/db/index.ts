@@ -149,7 +149,7 @@ function preparing(client: PgClient): PgClient {
   });
 }
 
-function open(postgres: typeof import('postgres').default, url: string, poolMax: number, applicationName: string | undefined): PgClient {
+function open(postgres: typeof import('postgres'), url: string, poolMax: number, applicationName: string | undefined): PgClient {
   return postgres(url, {
     max: poolMax,
     idle_timeout: 30,
