@@ -23,7 +23,7 @@ async function deadPort(): Promise<number> {
 async function startError(databaseUrl: string): Promise<Error> {
   const app = await buildApp(testConfig({ DATABASE_URL: databaseUrl })).catch((err: unknown) => err as Error);
   if (!(app instanceof Error)) {
-    await (app as FastifyInstance).close();
+    await app.close();
     throw new Error('the app started');
   }
   return app;
@@ -51,7 +51,9 @@ describe('database errors at start', () => {
 
   it('redacts the password of any URL shape', () => {
     expect(redactDatabaseUrl('postgres://u:p@ss:w@rd@h:5432/d')).toBe('postgres://u:[redacted]@h:5432/d');
-    expect(redactDatabaseUrl('postgresql://u@h/d?password=xyz&sslmode=require')).toBe('postgresql://u@h/d?password=[redacted]&sslmode=require');
+    expect(redactDatabaseUrl('postgresql://u@h/d?password=xyz&sslmode=require')).toBe(
+      'postgresql://u@h/d?password=[redacted]&sslmode=require',
+    );
     expect(redactDatabaseUrl('postgres://h/d')).toBe('postgres://h/d');
   });
 });
