@@ -20,9 +20,7 @@ const isSqlState = (code: unknown): code is string => typeof code === 'string' &
 function safeMessage(e: ErrorLike): string {
   // Node's AggregateError (a refused connection to every address of `localhost`) has an empty message: say its parts.
   if (e.message === '' && Array.isArray((e as { errors?: unknown }).errors)) {
-    return ((e as unknown as { errors: unknown[] }).errors)
-      .map((x) => (x instanceof Error ? x.message : String(x)))
-      .join('; ');
+    return (e as unknown as { errors: unknown[] }).errors.map((x) => (x instanceof Error ? x.message : String(x))).join('; ');
   }
   // Drizzle: `Failed query: <sql>\nparams: <values>`: the SQL only.
   if (typeof e.query === 'string' && 'params' in e) return `Failed query: ${e.query}`;

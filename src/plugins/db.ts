@@ -28,7 +28,8 @@ export const dbPlugin = fp<DbOptions>(
     const dbh = opts.db ?? (await createDb(app.config.DATABASE_URL, { applicationName: `predict-backend ${app.instanceId.slice(0, 8)}` }));
     if (!opts.db) app.addHook('onClose', async () => dbh.close());
     // The first query connects: a refusal says it was the database (issue #34), URL redacted.
-    if (opts.migrate !== false) await runMigrations(dbh).catch((err: unknown) => Promise.reject(databaseError(app.config.DATABASE_URL, err)));
+    if (opts.migrate !== false)
+      await runMigrations(dbh).catch((err: unknown) => Promise.reject(databaseError(app.config.DATABASE_URL, err)));
     app.decorate('dbh', dbh);
     app.decorate('db', dbh.db);
   },
