@@ -195,3 +195,17 @@ export const traderProfiles = pgTable(
   },
   (t) => [primaryKey({ columns: [t.walletAddress, t.period] }), index('trader_profiles_fetched_idx').on(t.fetchedAt)],
 );
+
+/**
+ * The leaderboard sync's own record of how its latest run ended
+ * (docs/decisions.md §11.4), one row written at the end of every run. Board
+ * freshness reads this, not `job_runs` (domains never read the jobs' table).
+ */
+export const leaderboardSyncState = pgTable('leaderboard_sync_state', {
+  /** Always 1: one row. */
+  id: integer('id').primaryKey().default(1),
+  /** When the latest run finished (the sync's clock). */
+  finishedAt: timestamp('finished_at', { withTimezone: true }).notNull(),
+  /** Whether some board of the latest run kept an older snapshot. */
+  failed: boolean('failed').notNull(),
+});

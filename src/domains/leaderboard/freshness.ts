@@ -17,16 +17,16 @@ export interface Freshness {
  * How fresh one leaderboard board is (docs/decisions.md §11.4): its last
  * successful sync is when its current snapshot was switched in (the sync's
  * clock time); it is stale when that is older than 30 minutes, when the
- * latest finished leaderboard-sync run failed (some board kept an old
- * snapshot), or before the first successful sync. One statement, so every
+ * latest sync failed (some board kept an old snapshot; the sync records it in
+ * leaderboard_sync_state), or before the first successful sync. One statement, so every
  * leaderboard response that reports freshness can share it.
  */
 export async function boardFreshness(dbh: DbHandle, category: string, period: string, now: Date): Promise<Freshness> {
-  const [row] = await dbh.rows<{ synced_at: Date | string | null; last_ok: boolean | null }>(sql`
+  const [row] = await dbh.rows<{ synced_at: Date | string | null; failed: boolean | null }>(sql`
     select
       (select switched_at from leaderboard_current where category = ${category} and period = ${period}) as synced_at,
-      (select ok from job_runs where name = 'leaderboard-sync' and ok is not null order by started_at desc limit 1) as last_ok`);
+      (select failed from leaderboard_sync_state where id = 1) as failed`);
   const syncedAt = row?.synced_at ? new Date(row.synced_at) : null;
-  const stale = !syncedAt || now.getTime() - syncedAt.getTime() > BOARD_STALE_AFTER_MS || row?.last_ok === false;
+  const stale = !syncedAt || now.getTime() - syncedAt.getTime() > BOARD_STALE_AFTER_MS || row?.failed === true;
   return { syncedAt, stale };
 }

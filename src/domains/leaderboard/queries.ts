@@ -128,11 +128,10 @@ export async function selectPointers(db: DbOrTx): Promise<Pointer[]> {
     .from(leaderboardCurrent);
 }
 
-/** Whether the latest finished leaderboard-sync run failed (some board kept an older snapshot). */
+/** Whether the latest leaderboard sync failed (some board kept an older snapshot), as the sync recorded it. */
 export async function latestSyncFailed(dbh: DbHandle): Promise<boolean> {
-  const [row] = await dbh.rows<{ ok: boolean }>(sql`
-    select ok from job_runs where name = 'leaderboard-sync' and ok is not null order by started_at desc limit 1`);
-  return row?.ok === false;
+  const [row] = await dbh.rows<{ failed: boolean }>(sql`select failed from leaderboard_sync_state where id = 1`);
+  return row?.failed === true;
 }
 
 /** When enrichment last wrote any trader (the biggest wins' freshness); null before the first time. */

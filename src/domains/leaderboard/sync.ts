@@ -140,9 +140,17 @@ export async function syncBoard(
   }
 }
 
+/** Records how the latest run ended in leaderboard_sync_state (the leaderboard's freshness reads it). */
+export async function recordSyncOutcome(dbh: DbHandle, failed: boolean, at: Date): Promise<void> {
+  await dbh.rows(sql`
+    insert into leaderboard_sync_state (id, finished_at, failed) values (1, ${at.toISOString()}::timestamptz, ${failed})
+    on conflict (id) do update set finished_at = excluded.finished_at, failed = excluded.failed`);
+}
+
 /**
  * leaderboard-sync: every (category, period) board, a few at a time toward
- * the venue. Boards that fail keep their last good snapshot; the run reports
+ * the venue. Boards that fail keep their last good snapshot; the run records
+ * its outcome (leaderboard_sync_state, read by board freshness) and reports
  * failure (after switching the boards that succeeded) so job_runs shows it.
  */
 export async function syncLeaderboards(
@@ -157,6 +165,8 @@ export async function syncLeaderboards(
   await compactTraderHistory(deps, at).catch((err) => deps.log.warn({ err }, 'trader history compaction failed'));
   const items = boards.reduce((n, b) => n + b.rows, 0);
   const failed = boards.filter((b) => b.error);
+  // Board freshness reads this (docs/decisions.md §11.4: stale while the latest sync failed).
+  await recordSyncOutcome(deps.dbh, failed.length > 0, deps.clock());
   deps.publish(monitorChannel('leaderboard'), 'monitor:update', {
     name: 'leaderboard',
     kind: 'sync',
