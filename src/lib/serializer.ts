@@ -1,7 +1,6 @@
 import fastJson from 'fast-json-stringify';
 import { z } from 'zod';
 import { serializerCompiler as zodSerializerCompiler } from 'fastify-type-provider-zod';
-import type { FastifyReply } from 'fastify';
 import type { FastifySerializerCompiler } from 'fastify/types/schema.js';
 
 /**
@@ -40,25 +39,4 @@ export type CachedBody = Buffer;
 /** The bytes a cache keeps for a body produced as a string (encoded once). */
 export function cachedBody(body: string): CachedBody {
   return Buffer.from(body, 'utf8');
-}
-
-/**
- * Sends a body that is already serialised JSON, as is (Fastify does not
- * re-serialise a string or a Buffer with a content type): synchronously when
- * `ready` is at hand (a cache hit: no promise, no microtask), else once
- * `produce` resolves. Route response schemas still describe the body in the
- * OpenAPI document.
- */
-export function sendSerialized(
-  reply: FastifyReply,
-  ready: string | CachedBody | undefined,
-  produce: () => Promise<string | CachedBody>,
-): void | Promise<void> {
-  if (ready !== undefined) {
-    reply.type(JSON_CONTENT_TYPE).send(ready);
-    return;
-  }
-  return produce().then((body) => {
-    reply.type(JSON_CONTENT_TYPE).send(body);
-  });
 }

@@ -73,7 +73,7 @@ export default async function run() {
     const deep = await app.inject({ method: 'GET', url: `/api/v1/leaderboard?limit=50&cursor=${encodeURIComponent(cursor!)}` });
     const deepRank = deep.json().traders[0].rank;
 
-    // Service-level, page cache off: database + mapping + serialisation.
+    // Service-level, page cache off: database + mapping (serialisation is the route's).
     const deps = {
       db: app.db,
       dbh: app.dbh,

@@ -78,17 +78,3 @@ export async function marketFreshness(dbh: DbHandle, marketId: string, venue: st
   const bound = r?.tracked ? TRACKED_STALE_MS : UNTRACKED_STALE_MS;
   return { syncedAt, stale: now.getTime() - Date.parse(syncedAt) > bound || r?.failed === true };
 }
-
-const SYNCED_AT = /^\{"syncedAt":"([^"]{1,40})"/;
-
-/**
- * `Last-Modified` of a serialised body whose first member is `syncedAt` (schemas.ts); undefined when null.
- * Worked out once per cached body (cache.ts), not per request: parsing and formatting the date was the
- * largest piece of our own code on a cached GET /events/:slug (tests/bench/RESULTS.md, issue 21).
- */
-export function lastModifiedOf(body: string): string | undefined {
-  const m = SYNCED_AT.exec(body);
-  if (!m) return undefined;
-  const t = Date.parse(m[1]);
-  return Number.isFinite(t) ? new Date(t).toUTCString() : undefined;
-}

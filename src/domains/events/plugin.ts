@@ -1,18 +1,14 @@
-import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { problemResponses } from '../../errors.js';
 import { normalizeCategory } from '../../venues/catalogue.js';
-import { lastModifiedOf } from './freshness.js';
-import { sendSerialized } from '../../lib/serializer.js';
+import { createBodyCache } from '../../lib/body-cache.js';
+import { serveCached } from '../../lib/serve-cached.js';
 import type { DataTopic } from '../../plugins/signals.js';
-import { createResponseCache } from './cache.js';
 import { ChartQuerySchema, ChartSchema, EventDetailSchema, EventListQuerySchema, EventListSchema, SlugParamsSchema } from './schemas.js';
 import { getChart, getEvent, listEvents } from './service.js';
 
-/** docs/decisions.md §11.4: `Last-Modified` is the body's `syncedAt` (to the second, lastModifiedOf); none while it is null. */
-function sendLastModified(reply: FastifyReply, at: string | undefined) {
-  if (at !== undefined) reply.header('last-modified', at);
-}
+/** docs/decisions.md §11.4: `Last-Modified` is the body's `syncedAt` (to the second); none while it is null. */
+const lastModified = (body: { syncedAt: string | null }) => body.syncedAt;
 
 /** Longest a response may be served after another instance's job changed the data. */
 export const EVENTS_CACHE_TTL_MS = 5_000;
@@ -20,25 +16,13 @@ export const EVENTS_CACHE_TTL_MS = 5_000;
 /**
  * GET /api/v1/events, /events/:slug and /events/:slug/chart (docs/api-contract.md
  * §4.7, docs/decisions.md §5), all public. Responses are serialised once and
- * served from a short per-instance cache (see cache.ts); the sync jobs of
+ * served from a short per-instance cache (src/lib/body-cache.ts); the sync jobs of
  * this process clear it when they write (app.signals `dataChanged`).
  */
 export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
-  const cache = createResponseCache({ ttlMs: EVENTS_CACHE_TTL_MS, maxEntries: 5_000, maxBytes: 16 * 1024 * 1024 });
+  const cache = createBodyCache({ ttlMs: EVENTS_CACHE_TTL_MS, maxEntries: 5_000, maxBytes: 16 * 1024 * 1024 });
   const deps = { db: app.db, dbh: app.dbh, clock: app.clock };
   const cacheNote = `Served from a per-instance cache refreshed when the sync jobs write (at most ${EVENTS_CACHE_TTL_MS / 1000} s stale).`;
-
-  /** Sends the cached serialisation of key (synchronously on a hit), producing it once on a miss. */
-  const serve = (reply: FastifyReply, key: string, produce: () => Promise<string>) => {
-    const ready = cache.peek(key);
-    if (ready !== undefined) {
-      sendLastModified(reply, ready.lastModified);
-      return sendSerialized(reply, ready.body, produce);
-    }
-    return sendSerialized(reply, undefined, () =>
-      cache.get(key, produce).then((body) => (sendLastModified(reply, lastModifiedOf(body)), body)),
-    );
-  };
 
   // The sync jobs of this process signal after they write: drop every cached body at once.
   const onDataChanged = (topic: DataTopic) => {
@@ -71,7 +55,7 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
     (request, reply) => {
       const q = request.query;
       const key = `l|${q.category !== undefined ? normalizeCategory(q.category) : ''}|${q.status ?? ''}|${q.venue ?? ''}|${q.sort ?? ''}|${q.limit}|${q.offset}|${q.q ?? ''}`;
-      return serve(reply, key, async () => JSON.stringify(EventListSchema.parse(await listEvents(deps, q))));
+      return serveCached(reply, cache, key, () => listEvents(deps, q), { lastModified });
     },
   );
 
@@ -95,7 +79,7 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     (request, reply) => {
       const { slug } = request.params;
-      return serve(reply, `d|${slug}`, async () => JSON.stringify(EventDetailSchema.parse(await getEvent(deps, slug))));
+      return serveCached(reply, cache, `d|${slug}`, () => getEvent(deps, slug), { lastModified });
     },
   );
 
@@ -120,9 +104,7 @@ export const eventsRoutes: FastifyPluginAsyncZod = async (app) => {
     (request, reply) => {
       const { slug } = request.params;
       const q = request.query;
-      return serve(reply, `c|${slug}|${q.range}|${q.markets}`, async () =>
-        JSON.stringify(ChartSchema.parse(await getChart(deps, slug, q))),
-      );
+      return serveCached(reply, cache, `c|${slug}|${q.range}|${q.markets}`, () => getChart(deps, slug, q), { lastModified });
     },
   );
 };

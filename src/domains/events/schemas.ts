@@ -4,11 +4,7 @@ import { z } from 'zod';
 
 export const GroupStatusSchema = z.enum(['active', 'closed', 'resolved']);
 
-/**
- * docs/decisions.md §11.4: first in every venue-backed body (the response
- * cache reads `syncedAt` from the start of the serialised body for
- * `Last-Modified`).
- */
+/** docs/decisions.md §11.4: first in every venue-backed body (`syncedAt` is also sent as `Last-Modified`). */
 const freshness = {
   syncedAt: z.string().nullable().meta({
     format: 'date-time',

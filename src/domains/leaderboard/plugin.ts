@@ -15,21 +15,23 @@ import {
 import {
   createLeaderboardCache,
   createOnDemandState,
-  finishPage,
   getTraderProfile,
+  hasFreshPointers,
   invalidateLeaderboardCache,
+  leaderboardPageKey,
   listBiggestWins,
   listLeaderboard,
-  peekLeaderboard,
-  type CachedPage,
+  refreshPointers,
   type ProfileDeps,
 } from './service.js';
-import { sendSerialized } from '../../lib/serializer.js';
+import { serveCached } from '../../lib/serve-cached.js';
 import { applyHit } from '../../plugins/rate-limit.js';
 import type { DataTopic } from '../../plugins/signals.js';
 import { getTraderHistory } from './history.js';
 
 const PROFILE_TTL_MS = 5 * 60_000;
+
+const lastModified = (page: { syncedAt: string | null }) => page.syncedAt;
 
 /** docs/decisions.md §11.7: on-demand profiles per client address per minute, cached answers and 503s included. */
 export const ON_DEMAND_PER_MINUTE = 30;
@@ -88,17 +90,13 @@ export const leaderboardRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: LeaderboardPageSchema, ...problemResponses(400, 503) },
       },
     },
-    // Already serialised (and maybe cached): sent as is; a cached page synchronously.
+    // A kept page synchronously, with its freshness and Last-Modified (docs/decisions.md §11.4: `syncedAt`).
     (request, reply) => {
-      const send = (page: CachedPage) => {
-        const done = finishPage(readDeps, request.query, page);
-        if (done.lastModified !== undefined) reply.header('last-modified', done.lastModified);
-        return done.body;
+      const serve = () => {
+        const key = leaderboardPageKey(readDeps, request.query);
+        return serveCached(reply, cache.pages, key, () => listLeaderboard(readDeps, request.query, key), { lastModified });
       };
-      const peeked = peekLeaderboard(readDeps, request.query);
-      return sendSerialized(reply, peeked === undefined ? undefined : send(peeked), () =>
-        listLeaderboard(readDeps, request.query).then(send),
-      );
+      return hasFreshPointers(readDeps) ? serve() : refreshPointers(readDeps).then(serve);
     },
   );
 

@@ -3,7 +3,8 @@ import { AppError, unavailable } from '../../errors.js';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.js';
 import { UpstreamError } from '../../lib/http.js';
 import { createSemaphore, type Semaphore } from '../../lib/semaphore.js';
-import { cachedBody, type CachedBody } from '../../lib/serializer.js';
+import { createBodyCache, type BodyCache } from '../../lib/body-cache.js';
+import { notCacheable } from '../../lib/serve-cached.js';
 import { fetchTraderActivitySince, type DataApi } from '../../venues/polymarket/data-api.js';
 import { fallbackAvatar, periodMs, shortAddress, type Period } from '../../venues/polymarket/data-map.js';
 import { computeFigures } from './figures.js';
@@ -30,72 +31,36 @@ import type { BiggestWin, LeaderboardEntry, LeaderboardPage, LeaderboardQuery, T
 
 /**
  * In-process caches of the read side. The board only changes when a sync
- * switches a snapshot or enrichment bumps its version, so pages are cached
- * by (snapshot, version, query, cursor); the current pointers are re-read at
- * most every `pointerTtlMs` (and at once when a job of this process signals
- * a write), which bounds how stale another instance's switch can look.
+ * switches a snapshot or enrichment bumps its version, so pages are kept in a
+ * body cache (src/lib/body-cache.ts) by (snapshot, version, query, cursor,
+ * stale), serialised with their freshness; the current pointers and whether
+ * the latest sync failed are re-read at most every `pointerTtlMs` (and at once
+ * when a job of this process signals a write), which bounds how stale another
+ * instance's switch can look.
  */
 export interface LeaderboardCache {
   pointerTtlMs: number;
   pointers?: { at: number; map: Map<string, Pointer>; lastSyncFailed: boolean };
-  pages: Map<string, CachedPage>;
-  maxPages: number;
-  /** Budget of characters (≈ bytes of JSON) the pages may hold; anonymous requests choose the keys. */
-  maxBytes: number;
-  bytes: number;
+  /** Serialised pages; undefined when pages are not cached (benchmarks of the uncached path). */
+  pages: BodyCache | undefined;
 }
 
-/** A serialised page (without its freshness), and the same page with its freshness appended once served. */
-export interface CachedPage {
-  body: string;
-  finished?: FinishedPage;
-}
-
-/** A page as sent: the body with `syncedAt` and `stale` (its bytes), its `Last-Modified`, and the freshness they were made for. */
-export interface FinishedPage {
-  syncedMs: number | null;
-  stale: boolean;
-  body: CachedBody;
-  lastModified: string | undefined;
-}
+/** Kept pages also expire after this: a bound should a page ever be kept under a key that no longer describes it. */
+const PAGE_TTL_MS = 10 * 60_000;
 
 export function createLeaderboardCache(opts: { pointerTtlMs?: number; maxPages?: number; maxBytes?: number } = {}): LeaderboardCache {
+  const maxPages = opts.maxPages ?? 2_000;
   return {
     pointerTtlMs: opts.pointerTtlMs ?? 1_000,
-    pages: new Map(),
-    maxPages: opts.maxPages ?? 2_000,
-    maxBytes: opts.maxBytes ?? 16 * 1024 * 1024,
-    bytes: 0,
+    // Anonymous requests choose the keys: a budget of bytes as well as a count.
+    pages:
+      maxPages > 0 ? createBodyCache({ ttlMs: PAGE_TTL_MS, maxEntries: maxPages, maxBytes: opts.maxBytes ?? 16 * 1024 * 1024 }) : undefined,
   };
 }
 
 export function invalidateLeaderboardCache(cache: LeaderboardCache): void {
   cache.pointers = undefined;
-  cache.pages.clear();
-  cache.bytes = 0;
-}
-
-/**
- * Keeps a page, oldest pages leaving first while over the count or the byte budget. Each page is counted
- * twice: once served it is also kept with its freshness appended (finishPage).
- */
-export function keepPage(cache: LeaderboardCache, key: string, body: string): CachedPage {
-  const page: CachedPage = { body };
-  const size = 2 * body.length;
-  if (size > cache.maxBytes) return page;
-  const previous = cache.pages.get(key);
-  if (previous !== undefined) {
-    cache.pages.delete(key);
-    cache.bytes -= 2 * previous.body.length;
-  }
-  for (const [oldest, old] of cache.pages) {
-    if (cache.pages.size < cache.maxPages && cache.bytes + size <= cache.maxBytes) break;
-    cache.pages.delete(oldest);
-    cache.bytes -= 2 * old.body.length;
-  }
-  cache.pages.set(key, page);
-  cache.bytes += size;
-  return page;
+  cache.pages?.clear();
 }
 
 export interface ReadDeps {
@@ -121,14 +86,22 @@ function freshPointers(cache: LeaderboardCache, now: number): Map<string, Pointe
   return p && now - p.at <= cache.pointerTtlMs ? p.map : undefined;
 }
 
-async function currentPointer(deps: ReadDeps, category: string, period: string): Promise<Pointer | undefined> {
+/** Whether the cached pointers are fresh (within pointerTtlMs): then leaderboardPageKey can name a page. */
+export function hasFreshPointers(deps: ReadDeps): boolean {
+  return freshPointers(deps.cache, Date.now()) !== undefined;
+}
+
+/** Re-reads the current pointers and whether the latest sync failed (leaderboard_sync_state). */
+export async function refreshPointers(deps: ReadDeps): Promise<Map<string, Pointer>> {
   const now = Date.now();
-  let map = freshPointers(deps.cache, now);
-  if (!map) {
-    const [rows, lastSyncFailed] = await Promise.all([selectPointers(deps.db), latestSyncFailed(deps.dbh)]);
-    map = new Map(rows.map((r) => [`${r.category}|${r.period}`, r]));
-    deps.cache.pointers = { at: now, map, lastSyncFailed };
-  }
+  const [rows, lastSyncFailed] = await Promise.all([selectPointers(deps.db), latestSyncFailed(deps.dbh)]);
+  const map = new Map(rows.map((r) => [`${r.category}|${r.period}`, r]));
+  deps.cache.pointers = { at: now, map, lastSyncFailed };
+  return map;
+}
+
+async function currentPointer(deps: ReadDeps, category: string, period: string): Promise<Pointer | undefined> {
+  const map = freshPointers(deps.cache, Date.now()) ?? (await refreshPointers(deps));
   return map.get(`${category}|${period}`);
 }
 
@@ -189,20 +162,22 @@ function queryKey(input: LeaderboardQuery): string {
   return `${input.tab}|${input.sort}|${input.sortDirection}|${input.period}|${input.category}|${input.search ?? ''}`;
 }
 
-function pageKey(pointer: Pointer, q: string, input: LeaderboardQuery): string {
-  return `${pointer.snapshotId}:${pointer.version}:${q}:${input.limit}:${input.cursor ?? ''}`;
-}
-
 /**
- * The cached serialised page of this query, synchronously, when the current
- * pointers are fresh and the page was served before (the hot path of the
- * most visited public page: no promise, no database); otherwise undefined
- * and the caller goes through listLeaderboard.
+ * The body-cache key of this query's page, synchronously, when the current
+ * pointers are fresh and the board exists (the hot path of the most visited
+ * public page: no promise, no database); otherwise undefined. The key names
+ * the snapshot and version the page is read from and its `stale` (which turns
+ * with the clock and the latest sync's outcome); `syncedAt` is the snapshot's.
+ * Only pages of the current snapshot reached with a verified cursor are kept,
+ * so an exact hit on the raw cursor string needs no second HMAC check.
  */
-export function peekLeaderboard(deps: ReadDeps, input: LeaderboardQuery): CachedPage | undefined {
-  const pointers = deps.cache.pages.size > 0 ? freshPointers(deps.cache, Date.now()) : undefined;
-  const pointer = pointers?.get(`${input.category}|${input.period}`);
-  return pointer ? deps.cache.pages.get(pageKey(pointer, queryKey(input), input)) : undefined;
+export function leaderboardPageKey(deps: ReadDeps, input: LeaderboardQuery): string | undefined {
+  if (deps.cache.pages === undefined) return undefined;
+  const p = freshPointers(deps.cache, Date.now());
+  const pointer = p?.get(`${input.category}|${input.period}`);
+  if (pointer === undefined) return undefined;
+  const stale = boardIsStale(deps, pointer);
+  return `${pointer.snapshotId}:${pointer.version}:${stale ? 1 : 0}:${queryKey(input)}:${input.limit}:${input.cursor ?? ''}`;
 }
 
 export interface BoardFreshness {
@@ -210,64 +185,33 @@ export interface BoardFreshness {
   stale: boolean;
 }
 
+function boardIsStale(deps: ReadDeps, pointer: Pointer): boolean {
+  return deps.cache.pointers!.lastSyncFailed || deps.clock().getTime() - pointer.switchedAt.getTime() > BOARD_STALE_AFTER_MS;
+}
+
 /**
  * docs/decisions.md §11.4 for one board, from the pointers the last read
  * cached (at most pointerTtlMs old): its last successful sync, stale when
- * older than 30 minutes, when the latest leaderboard-sync failed, or before
+ * older than 30 minutes, when the latest leaderboard sync failed, or before
  * the first sync.
  */
 function cachedBoardFreshness(deps: ReadDeps, category: string, period: string): BoardFreshness {
-  const p = deps.cache.pointers;
-  const pointer = p?.map.get(`${category}|${period}`);
-  if (!p || !pointer) return { syncedAt: null, stale: true };
-  const syncedAt = new Date(pointer.switchedAt);
-  return { syncedAt, stale: p.lastSyncFailed || deps.clock().getTime() - syncedAt.getTime() > BOARD_STALE_AFTER_MS };
-}
-
-/** Adds `syncedAt` and `stale` to a serialised page (cached pages are kept without them: they age). */
-function withBoardFreshness(body: string, f: BoardFreshness): string {
-  return `${body.slice(0, -1)},"syncedAt":${f.syncedAt ? `"${f.syncedAt.toISOString()}"` : 'null'},"stale":${f.stale}}`;
+  const pointer = deps.cache.pointers?.map.get(`${category}|${period}`);
+  if (!pointer) return { syncedAt: null, stale: true };
+  return { syncedAt: pointer.switchedAt, stale: boardIsStale(deps, pointer) };
 }
 
 /**
- * docs/decisions.md §11.4: the page as sent, `syncedAt` and `stale` in the body and the same instant as
- * `Last-Modified`. Kept on the page until the board's freshness changes: appending copies the whole page
- * (≈ 20 KB for 50 rows) and formatting the dates cost more than the rest of a cached read; it is kept as bytes
- * (src/lib/serializer.ts, CachedBody), so sending it encodes nothing; the memo sits on
- * the page object because looking a 20 KB string up as a Map key cost ~0.8 µs a request (tests/bench/RESULTS.md, issue 21).
+ * GET /leaderboard: one page with the board's freshness (`syncedAt`, `stale`). `keptAs` is the key the
+ * caller will keep the page under (leaderboardPageKey before the read): a page that key does not describe
+ * (read from an older snapshot, or the pointers moved meanwhile) is marked not cacheable.
  */
-export function finishPage(deps: ReadDeps, input: Pick<LeaderboardQuery, 'category' | 'period'>, page: CachedPage): FinishedPage {
-  const f = cachedBoardFreshness(deps, input.category, input.period);
-  const syncedMs = f.syncedAt?.getTime() ?? null;
-  const done = page.finished;
-  if (done !== undefined && done.syncedMs === syncedMs && done.stale === f.stale) return done;
-  page.finished = {
-    syncedMs,
-    stale: f.stale,
-    body: cachedBody(withBoardFreshness(page.body, f)),
-    lastModified: f.syncedAt?.toUTCString(),
-  };
-  return page.finished;
-}
-
-/**
- * GET /leaderboard. Returns the serialised page (the cached entry when the
- * page is cacheable), so cached pages skip both the database and
- * serialisation; finishPage appends the freshness.
- */
-export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery): Promise<CachedPage> {
+export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery, keptAs?: string): Promise<LeaderboardPage> {
   const q = queryKey(input);
   const pointer = await currentPointer(deps, input.category, input.period);
   if (!pointer) {
     if (input.cursor) decodeQueryCursor(deps.secret, input.cursor, q);
-    return { body: JSON.stringify({ traders: [], nextCursor: null } satisfies Omit<LeaderboardPage, 'syncedAt' | 'stale'>) };
-  }
-  // Only pages of the current snapshot reached with a verified cursor are cached, so an exact
-  // hit on the raw cursor string needs no second HMAC check.
-  const currentKey = deps.cache.maxPages > 0 ? pageKey(pointer, q, input) : undefined;
-  if (currentKey) {
-    const hit = deps.cache.pages.get(currentKey);
-    if (hit !== undefined) return hit;
+    return notCacheable({ traders: [], nextCursor: null, syncedAt: null, stale: true });
   }
   const cursor = input.cursor ? decodeQueryCursor(deps.secret, input.cursor, q) : undefined;
 
@@ -289,8 +233,6 @@ export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery): 
       });
     }
   }
-
-  const cacheKey = version >= 0 && snapshotId === pointer.snapshotId ? currentKey : undefined;
 
   const rows = await selectPage(deps.dbh, {
     snapshotId,
@@ -317,8 +259,10 @@ export async function listLeaderboard(deps: ReadDeps, input: LeaderboardQuery): 
     };
     nextCursor = encodeCursor(deps.secret, CURSOR_SCOPE, payload);
   }
-  const body = JSON.stringify({ traders, nextCursor } satisfies Omit<LeaderboardPage, 'syncedAt' | 'stale'>);
-  return cacheKey ? keepPage(deps.cache, cacheKey, body) : { body };
+  const f = cachedBoardFreshness(deps, input.category, input.period);
+  const page: LeaderboardPage = { traders, nextCursor, syncedAt: f.syncedAt?.toISOString() ?? null, stale: f.stale };
+  const current = version >= 0 && snapshotId === pointer.snapshotId;
+  return current && keptAs !== undefined && keptAs === leaderboardPageKey(deps, input) ? page : notCacheable(page);
 }
 
 /** The biggest wins, and when enrichment last wrote them (their `Last-Modified`; null before the first enrichment). */

@@ -3,7 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { problemResponses } from '../../errors.js';
-import { sendSerialized } from '../../lib/serializer.js';
+import { createBodyCache } from '../../lib/body-cache.js';
+import { serveCached } from '../../lib/serve-cached.js';
 import { createDeliveryState, drainDeliveries, liftStalePauses, stopDeliveryWakeups, type DeliveryState } from './delivery.js';
 import {
   DeliveryChannelSummarySchema,
@@ -29,11 +30,29 @@ import {
   type NotifyDeps,
 } from './service.js';
 import { NotificationSchema, type NotificationChannel } from './types.js';
-import { createNotificationPageCache } from './page-cache.js';
 
-/** First pages of notification lists per instance (page-cache.ts): a bound on staleness should an invalidation be lost, and a budget. */
+/**
+ * The first pages of users' notification lists, serialised, per instance, in a
+ * body cache grouped by user (src/lib/body-cache.ts; issue #21: a bearer read
+ * that does no work must not cost a database round trip).
+ *
+ * Correctness rests on one fact: every change to a user's notifications (new,
+ * read, all read, deleted) is stored with a stream event and published after
+ * commit (docs/decisions.md §12), and the user stream hub signals
+ * `userStreamChanged` for it on every instance (stream-hub.ts): the user's
+ * pages are dropped here before the writer answers, on other instances as
+ * soon as the event arrives. A read in flight when that lands does not keep
+ * what it read. Only pages without a cursor are kept (what a client reads on
+ * open and after each event).
+ *
+ * The TTL bounds staleness should an event ever be lost; the budget is in
+ * bytes, and one user holds at most PAGE_CACHE_USER_BYTES of it (issue #34:
+ * one user's many filters and limits must not evict everyone else's pages).
+ */
 const PAGE_CACHE_TTL_MS = 15_000;
 const PAGE_CACHE_BYTES = 16 * 1024 * 1024;
+/** ~30 first pages of 100 typical notifications: far more than one client reads. */
+const PAGE_CACHE_USER_BYTES = 1024 * 1024;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -88,10 +107,13 @@ const notifyDeps = (app: FastifyInstance): NotifyDeps => ({
 /** Seed §4.4 with docs/decisions.md §6, under /api/v1/notifications. */
 export const notificationRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = notifyDeps(app);
-  const pages = createNotificationPageCache({
+  const pages = createBodyCache({
     ttlMs: PAGE_CACHE_TTL_MS,
     maxBytes: PAGE_CACHE_BYTES,
+    maxGroupBytes: PAGE_CACHE_USER_BYTES,
+    // With Redis configured but not answering, events from other instances may be missed: emptied and bypassed.
     usable: () => !app.redisClient || app.redisReady(),
+    now: () => app.clock().getTime(),
   });
   // Every change to a user's notifications is published after commit and reaches the user's stream
   // (stream-hub.ts), from this instance and from the others alike: the stream signals it.
@@ -113,20 +135,11 @@ export const notificationRoutes: FastifyPluginAsyncZod = async (app) => {
         response: { 200: NotificationListSchema, ...problemResponses(400, 401) },
       },
     },
-    // Serialised by PostgreSQL and listNotifications: sent as is; a first page from the page cache, synchronously.
+    // A first page (no cursor) from the page cache, synchronously; deeper pages from the database every time.
     (request, reply) => {
       const input = { userId: request.user.id, ...request.query };
-      if (input.cursor !== undefined) return sendSerialized(reply, undefined, () => listNotifications(deps, input));
-      const key = `${input.limit}|${input.read ?? ''}|${input.type ?? ''}`;
-      const hit = pages.peek(input.userId, key);
-      if (hit !== undefined) return sendSerialized(reply, hit, () => Promise.resolve(hit));
-      const token = pages.begin(input.userId);
-      return sendSerialized(reply, undefined, () =>
-        listNotifications(deps, input).then((body) => {
-          pages.store(token, key, body);
-          return body;
-        }),
-      );
+      const key = input.cursor === undefined ? `${input.limit}|${input.read ?? ''}|${input.type ?? ''}` : undefined;
+      return serveCached(reply, pages, key, () => listNotifications(deps, input), { group: input.userId });
     },
   );
 

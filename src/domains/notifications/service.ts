@@ -174,23 +174,31 @@ const ITEM_COLUMNS = sql.join(
   sql`, `,
 );
 
+/** GET /notifications' body (NotificationListSchema). */
+export interface NotificationList {
+  notifications: Notification[];
+  unreadCount: number;
+  seq: number;
+  nextCursor: string | null;
+}
+
 /**
  * Newest first (createdAt desc, id desc), keyset pagination on the (user,
- * createdAt, id) index. Returns the serialised response body.
+ * createdAt, id) index.
  *
  * One statement, one round trip: the page, whether there is more, the last
  * row's exact key, the unread count (notification_counters, kept by
  * triggers: one primary-key read) and the user's latest stream `seq`
  * (docs/decisions.md §12.4: read in the same snapshot as the page, so a
  * client resuming from it misses nothing and replays nothing the page shows), with PostgreSQL writing the items'
- * JSON (row_to_json) so Node neither maps the rows nor serialises them: a
- * round trip and the per-row mapping were most of this route's cost
- * (tests/bench/RESULTS.md).
+ * JSON (row_to_json) so Node does not map the rows one by one: a round trip
+ * and the per-row mapping were most of this route's cost (tests/bench/RESULTS.md).
+ * First pages are then served from the page cache, serialised once.
  */
 export async function listNotifications(
   deps: { db: DbOrTx; config: { JWT_SECRET: string } },
   input: ListNotificationsInput,
-): Promise<string> {
+): Promise<NotificationList> {
   const filters = [sql`user_id = ${input.userId}::uuid`];
   // Literals, not parameters: a generic plan could not match partial indexes on `read`.
   if (input.read !== undefined) filters.push(input.read ? sql`read` : sql`not read`);
@@ -225,9 +233,9 @@ export async function listNotifications(
       select id, created_at from shown order by created_at asc, id asc limit 1
     )
     select
-      (select string_agg(
-         row_to_json((select r from (select ${ITEM_COLUMNS}) r))::text,
-         ',' order by s.created_at desc, s.id desc) from shown s) as items,
+      (select json_agg(
+         row_to_json((select r from (select ${ITEM_COLUMNS}) r))
+         order by s.created_at desc, s.id desc)::text from shown s) as items,
       (select count(*) from page) > ${input.limit} as more,
       (select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') from last) as last_t,
       (select id::text from last) as last_id,
@@ -238,7 +246,12 @@ export async function listNotifications(
     row.more && row.last_t && row.last_id
       ? encodeCursor(deps.config.JWT_SECRET, CURSOR_SCOPE, { t: row.last_t, i: row.last_id } satisfies CursorValue)
       : null;
-  return `{"notifications":[${row.items ?? ''}],"unreadCount":${Number(row.unread)},"seq":${Number(row.seq)},"nextCursor":${nextCursor === null ? 'null' : JSON.stringify(nextCursor)}}`;
+  return {
+    notifications: row.items === null ? [] : (JSON.parse(row.items) as Notification[]),
+    unreadCount: Number(row.unread),
+    seq: Number(row.seq),
+    nextCursor,
+  };
 }
 
 /** What the user-facing changes need: they store the change and its stream event, then emit it. */
