@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { buildTestApp, FAST_VENUES, type TestApp } from '../helpers/app.js';
-import { startFakeDataApi, type FakeDataApi } from '../fakes/venues/polymarket-data.js';
+import { startFakeDataApi, unredeemedLoser, type FakeDataApi } from '../fakes/venues/polymarket-data.js';
 
 /**
  * Enrichment without bias (docs/decisions.md §11.6, docs/venues.md §2b): the
@@ -15,6 +15,7 @@ const NOW = Math.floor(Date.now() / 1000);
 const DAY = 86_400;
 const MIXED = addr('mixed'); // 1,000 old wins, then 100 recent losses
 const BROKEN = addr('broken'); // good rows first, malformed ones later
+const LOSER = addr('loser'); // leaves resolved losers unredeemed, behind 520 open positions
 
 const closed = (wallet: string, k: number, realizedPnl: number, timestamp: number) => ({
   proxyWallet: wallet,
@@ -35,6 +36,23 @@ const closed = (wallet: string, k: number, realizedPnl: number, timestamp: numbe
   oppositeAsset: '1',
   endDate: '2026-01-01',
 });
+
+const isoDay = (sec: number) => new Date(sec * 1000).toISOString().slice(0, 10);
+/** 520 open positions, then the unredeemed losers: only a read past the first page of 500 sees them. */
+const openPositions = Array.from({ length: 520 }, (_, k) => ({
+  ...unredeemedLoser(LOSER, `open-${k}`, { size: 10, endDate: isoDay(NOW + 30 * DAY) }),
+  redeemable: false,
+  curPrice: 0.5,
+  currentValue: 5,
+  cashPnl: 0,
+}));
+// Two resolved losers never redeemed, and one the venue already lists in /closed-positions too.
+const loserPositions = [
+  unredeemedLoser(LOSER, 'lost-1', { endDate: isoDay(NOW - 2 * DAY) }),
+  unredeemedLoser(LOSER, 'lost-2', { endDate: isoDay(NOW - 2 * DAY) }),
+  unredeemedLoser(LOSER, 'lost-3', { endDate: isoDay(NOW - 2 * DAY) }),
+];
+const loserClosed = [closed(LOSER, 1, 40, NOW - DAY), { ...closed(LOSER, 0, -50, NOW - DAY), asset: 'lost-3' }];
 
 // Wins: 1,000 of them, 10+ days old, the older the bigger. Losses: 100 within the last 3 days.
 const wins = Array.from({ length: 1000 }, (_, k) => closed(MIXED, k, 10 + k, NOW - 10 * DAY - k * 600));
@@ -63,9 +81,11 @@ beforeAll(async () => {
   const ranked = [
     { proxyWallet: MIXED, userName: 'mixed', vol: 5, pnl: 5 },
     { proxyWallet: BROKEN, userName: 'broken', vol: 4, pnl: 4 },
+    { proxyWallet: LOSER, userName: 'loser', vol: 3, pnl: 3 },
   ];
   for (const p of ['WEEK', 'ALL']) fake.setBoard('OVERALL', p, 'PNL', ranked);
   fake.setUser(MIXED, { closed: [...wins, ...losses] });
+  fake.setUser(LOSER, { positions: [...openPositions, ...loserPositions], closed: loserClosed });
   fake.setUser(BROKEN, {
     closed: [closed(BROKEN, 1, 40, NOW - DAY), closed(BROKEN, 2, -10, NOW - 2 * DAY)],
     trades: [
@@ -131,6 +151,54 @@ describe('closed positions newest first (docs/venues.md §2b)', () => {
     expect(all[0].pnl).toBe(909);
     const week = (await get('/api/v1/leaderboard/biggest-wins?period=7D&limit=50')).body;
     expect(week.some((w: any) => w.walletAddress === MIXED)).toBe(false);
+  });
+});
+
+describe('unredeemed losses (docs/venues.md "What we call")', () => {
+  // One win of +40 and three losses of −50, each on a cost of 50: returns 0.8, −1, −1, −1.
+  const expected = { wins: 1, losses: 3, winRate: 0.25, bestTrade: 40, sharpeRatio: -0.611111 };
+
+  it('the fake serves a resolved loser as the venue does: in /positions, redeemable, curPrice 0', async () => {
+    const res = await fetch(`${fake.url}/positions?user=${LOSER}&sizeThreshold=0&redeemable=true&limit=500`);
+    const rows = (await res.json()) as Array<Record<string, unknown>>;
+    expect(rows.map((r) => r.asset)).toEqual(['lost-1', 'lost-2', 'lost-3']);
+    expect(rows[0]).toMatchObject({ redeemable: true, curPrice: 0, currentValue: 0, cashPnl: -50 });
+  });
+
+  it('enrichment pages /positions past 500', () => {
+    const reads = fake.server.requests.filter(
+      (r) => r.path === '/positions' && r.query.get('user') === LOSER && !r.query.has('redeemable'),
+    );
+    expect(reads.map((r) => [r.query.get('offset'), r.query.get('limit'), r.query.get('sizeThreshold')])).toEqual([
+      ['0', '500', '0'],
+      ['500', '500', '0'],
+    ]);
+  });
+
+  it('a loser never redeemed counts as a loss once, also when /closed-positions holds it', async () => {
+    for (const period of ['7D', 'ALL']) {
+      const e = await entry(period, LOSER);
+      expect(e, period).toMatchObject({ wins: 1, losses: 3, winRate: 0.25, bestTrade: 40 });
+      expect(e.sharpeRatio, period).toBeCloseTo(expected.sharpeRatio, 5);
+      expect(e.sparkline.at(-1), period).toBe(40 - 150);
+    }
+  });
+
+  it('after the trader redeems, /closed-positions alone gives the same figures (never counted again)', async () => {
+    fake.setUser(LOSER, {
+      positions: openPositions,
+      closed: [
+        ...loserClosed,
+        { ...closed(LOSER, 0, -50, NOW - 2 * DAY), asset: 'lost-1' },
+        { ...closed(LOSER, 0, -50, NOW - 2 * DAY), asset: 'lost-2' },
+      ],
+    });
+    await t.db.rows(sql`update trader_period_stats set enriched_at = now() - interval '1 hour' where wallet_address = ${LOSER}`);
+    const run = await t.app.jobs.run('leaderboard-enrich');
+    expect(run.ok, run.error).toBe(true);
+    const e = await entry('7D', LOSER);
+    expect(e).toMatchObject({ wins: 1, losses: 3, winRate: 0.25, bestTrade: 40 });
+    expect(e.sharpeRatio).toBeCloseTo(expected.sharpeRatio, 5);
   });
 });
 

@@ -429,7 +429,7 @@ describe('enrichment', () => {
 
   it('asks the venue with the documented parameters', () => {
     const q = (path: string) => fake.server.requests.find((r) => r.path === path && r.query.get('user') === HERO.wallet)!.query;
-    expect(Object.fromEntries(q('/positions'))).toEqual({ user: HERO.wallet, sizeThreshold: '0', limit: '500' });
+    expect(Object.fromEntries(q('/positions'))).toEqual({ user: HERO.wallet, sizeThreshold: '0', limit: '500', offset: '0' });
     expect(Object.fromEntries(q('/closed-positions'))).toEqual({
       user: HERO.wallet,
       sortBy: 'TIMESTAMP',

@@ -237,13 +237,13 @@ export async function enrichLeaderboard(
           malformed++;
           return undefined;
         }
-        const { topPositions, recentTrades } = computeFigures(activity);
+        const { topPositions, recentTrades } = computeFigures(activity, undefined, now.getTime());
         return {
           candidate,
           latest: { topPositions, recentTrades },
           figures: window.periods.map((period) => {
             const ms = periodMs(period);
-            return { period, f: computeFigures(activity, ms === undefined ? undefined : now.getTime() - ms) };
+            return { period, f: computeFigures(activity, ms === undefined ? undefined : now.getTime() - ms, now.getTime()) };
           }),
           wins: selectBiggestWins(winningPositions(activity.closed), now),
           winsSince: window.since,

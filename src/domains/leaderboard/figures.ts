@@ -1,11 +1,14 @@
 import type { StoredPosition, StoredTrade } from '../../../drizzle/leaderboard.js';
-import type { ClosedPositionRow, PositionRow, TradeRow } from '../../venues/polymarket/data-map.js';
+import { isUnredeemedLoss, type ClosedPositionRow, type PositionRow, type TradeRow } from '../../venues/polymarket/data-map.js';
 
 /**
  * The trader figures, computed from the Data API rows of one trader (pure,
  * hand-checkable; docs/market-data.md "Leaderboard" documents each definition):
  * - wins / losses: closed positions with realized PnL > 0 / < 0 (break-even counts as neither);
- *   winRate = wins / (wins + losses), a fraction in [0, 1].
+ *   winRate = wins / (wins + losses), a fraction in [0, 1]. A resolved loser never redeemed
+ *   (`redeemable: true`, `curPrice` 0, still in `/positions`) is a closed position lost at its
+ *   cash PnL, dated by its `endDate`, exactly once: not when `/closed-positions` also holds its
+ *   `asset` (docs/venues.md "What we call", unredeemed losses).
  * - bestTrade: the largest realized PnL of one closed position (USDC).
  * - sharpeRatio: mean / sample standard deviation of per-position returns
  *   (realizedPnl / cost, cost = avgPrice × totalBought), not annualised; 0 with < 2 positions or no spread.
@@ -50,13 +53,52 @@ const round = (v: number, digits = 6) => {
   return Number.isFinite(r) ? r : 0;
 };
 
+/**
+ * Splits open positions into those still open and the resolved losers never
+ * redeemed, the latter as closed positions lost at their cash PnL (dated by
+ * `endDate`, else `nowMs`). A loser whose `asset` is also among `closed` is
+ * dropped: the closed row already counts it.
+ */
+export function unredeemedLosses(
+  positions: readonly PositionRow[],
+  closed: readonly ClosedPositionRow[],
+  nowMs: number,
+): { open: PositionRow[]; losses: ClosedPositionRow[] } {
+  const closedAssets = new Set(closed.map((c) => c.asset));
+  const open: PositionRow[] = [];
+  const losses: ClosedPositionRow[] = [];
+  const nowSec = Math.floor(nowMs / 1000);
+  for (const p of positions) {
+    if (!isUnredeemedLoss(p)) open.push(p);
+    else if (!closedAssets.has(p.asset))
+      losses.push({
+        proxyWallet: p.proxyWallet,
+        asset: p.asset,
+        conditionId: p.conditionId,
+        avgPrice: p.avgPrice,
+        curPrice: p.curPrice,
+        title: p.title,
+        slug: p.slug,
+        outcome: p.outcome,
+        outcomeIndex: p.outcomeIndex,
+        totalBought: p.size,
+        realizedPnl: p.cashPnl,
+        timestamp: Math.min(p.endDate ?? nowSec, nowSec),
+      });
+  }
+  return { open, losses };
+}
+
 export function computeFigures(
   input: { positions: PositionRow[]; closed: ClosedPositionRow[]; trades: TradeRow[] },
   sinceMs?: number,
+  nowMs = Date.now(),
 ): TraderFigures {
-  const closed = sinceMs === undefined ? input.closed : input.closed.filter((c) => c.timestamp * 1000 >= sinceMs);
+  const { open, losses: unredeemed } = unredeemedLosses(input.positions, input.closed, nowMs);
+  const allClosed = [...input.closed, ...unredeemed];
+  const closed = sinceMs === undefined ? allClosed : allClosed.filter((c) => c.timestamp * 1000 >= sinceMs);
   const trades = sinceMs === undefined ? input.trades : input.trades.filter((t) => t.timestamp * 1000 >= sinceMs);
-  const positions = input.positions;
+  const positions = open;
 
   let wins = 0;
   let losses = 0;
@@ -107,7 +149,7 @@ export function computeFigures(
     cumulative.push(round(running, 2));
   }
 
-  const topPositions: StoredPosition[] = [...positions]
+  const topPositions: StoredPosition[] = [...input.positions]
     .sort((a, b) => b.currentValue - a.currentValue || (a.asset < b.asset ? -1 : 1))
     .slice(0, TOP_POSITIONS)
     .map((p) => ({

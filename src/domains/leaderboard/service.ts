@@ -404,7 +404,7 @@ async function fetchOnDemand(
   }
   // Rows came and none parsed: an answer of zeros would be a lie.
   if (activity.allMalformed) throw unavailable('The trader data venue answered unreadable data, try again shortly', 30);
-  const f = computeFigures(activity, since?.getTime());
+  const f = computeFigures(activity, since?.getTime(), now.getTime());
   const named = activity.trades.find((t) => t.name.trim() || t.pseudonym.trim());
   const profile: StoredProfile = {
     walletAddress: wallet,

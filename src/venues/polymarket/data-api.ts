@@ -53,8 +53,30 @@ export async function fetchLeaderboard(
   return { rows, skipped };
 }
 
-export function fetchPositions(api: DataApi, user: string): Promise<Parsed<PositionRow>> {
-  return getRows(api, '/positions', { user, sizeThreshold: 0, limit: 500 }, PositionRowSchema);
+export const POSITIONS_PAGE = 500;
+/** docs/venues.md "What we call" (unredeemed losses): at most 10 pages of open positions per trader. */
+export const POSITIONS_MAX_PAGES = 10;
+
+/**
+ * `GET /positions?user=A&sizeThreshold=0&limit=500&offset=N` until a short
+ * page or 10 pages: a trader who never redeems keeps every resolved loser
+ * there, so one page of 500 would drop losses (docs/venues.md "What we call").
+ */
+export async function fetchPositions(api: DataApi, user: string, maxPages = POSITIONS_MAX_PAGES): Promise<Parsed<PositionRow>> {
+  const rows: PositionRow[] = [];
+  let skipped = 0;
+  for (let p = 0; p < maxPages; p++) {
+    const page = await getRows(
+      api,
+      '/positions',
+      { user, sizeThreshold: 0, limit: POSITIONS_PAGE, offset: p * POSITIONS_PAGE },
+      PositionRowSchema,
+    );
+    rows.push(...page.rows);
+    skipped += page.skipped;
+    if (page.rows.length + page.skipped < POSITIONS_PAGE) break;
+  }
+  return { rows, skipped };
 }
 
 export function fetchTrades(api: DataApi, user: string): Promise<Parsed<TradeRow>> {

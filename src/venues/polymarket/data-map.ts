@@ -59,6 +59,15 @@ const PositionBase = z.object({
   outcomeIndex: wireInt.nullish(),
 });
 
+/** `endDate` as the venue writes it (live: `"YYYY-MM-DD"`, docs/venues.md §2a) → unix seconds, or undefined. */
+const endDateSeconds = z
+  .string()
+  .nullish()
+  .transform((v) => {
+    const ms = v ? Date.parse(v) : NaN;
+    return Number.isFinite(ms) ? Math.floor(ms / 1000) : undefined;
+  });
+
 export const PositionRowSchema = PositionBase.extend({
   size: finite,
   initialValue: finite,
@@ -66,8 +75,21 @@ export const PositionRowSchema = PositionBase.extend({
   cashPnl: finite,
   totalBought: finite.nullish(),
   realizedPnl: finite.nullish(),
+  /** The market resolved and the tokens are still held, losers included ("redeemable ≠ won"). */
+  redeemable: z
+    .boolean()
+    .nullish()
+    .transform((v) => v ?? false),
+  endDate: endDateSeconds,
 });
 export type PositionRow = z.infer<typeof PositionRowSchema>;
+
+/**
+ * A resolved loss the trader has not redeemed (docs/venues.md "What we call",
+ * unredeemed losses): it stays in `/positions` with `redeemable: true` and
+ * `curPrice` 0 until redeemed, then moves to `/closed-positions`.
+ */
+export const isUnredeemedLoss = (p: PositionRow): boolean => p.redeemable && p.curPrice === 0;
 
 export const ClosedPositionRowSchema = PositionBase.extend({
   totalBought: finite,

@@ -8,7 +8,8 @@ import { answerMarketTrades, isMarketTradesRequest, type MarketTradesState } fro
  * bare arrays, `rank` as a string, limit/offset paging with the venue's
  * bounds (leaderboard limit ≤ 50, offset ≤ 1000, `timePeriod` DAY when
  * omitted; positions limit ≤ 500, offset ≤ 10,000, size < 1 hidden unless
- * `sizeThreshold=0`; closed positions limit ≤ 50, offset ≤ 100,000, ordered
+ * `sizeThreshold=0`, `redeemable=true` only resolved ones, losers included;
+ * closed positions limit ≤ 50, offset ≤ 100,000, ordered
  * by `sortBy` (default `REALIZEDPNL`, the venue's: biggest wins first) and
  * `sortDirection` (default `DESC`); trades limit and offset ≤ 10,000).
  * Scripted rows are served as given, malformed ones included. Its throttle is the live one: HTTP 200 `{"error":"Too Many Requests"}`,
@@ -52,6 +53,50 @@ export interface FakeDataApi {
 }
 
 const bad = (error: string) => ({ status: 400, body: { error } });
+
+/**
+ * An open-position row of a market that resolved against the holder, never
+ * redeemed (docs/venues.md §2a and "What we call", unredeemed losses): it
+ * stays in `/positions` with `redeemable: true`, `curPrice` 0, value 0 and
+ * the whole cost as cash PnL, until the trader redeems it.
+ */
+export function unredeemedLoser(
+  wallet: string,
+  asset: string,
+  o: { size?: number; avgPrice?: number; endDate?: string; title?: string } = {},
+): Record<string, unknown> {
+  const size = o.size ?? 100;
+  const avgPrice = o.avgPrice ?? 0.5;
+  const initialValue = Math.round(size * avgPrice * 1e4) / 1e4;
+  return {
+    proxyWallet: wallet.toLowerCase(),
+    asset,
+    conditionId: `0x${createHash('sha256').update(asset).digest('hex')}`,
+    size,
+    avgPrice,
+    initialValue,
+    currentValue: 0,
+    cashPnl: -initialValue,
+    percentPnl: -100,
+    totalBought: size,
+    realizedPnl: 0,
+    percentRealizedPnl: -100,
+    curPrice: 0,
+    redeemable: true,
+    mergeable: false,
+    title: o.title ?? `Lost market ${asset}`,
+    slug: `lost-${asset}`,
+    icon: '',
+    eventId: '1',
+    eventSlug: `lost-${asset}`,
+    outcome: 'Yes',
+    outcomeIndex: 0,
+    oppositeOutcome: 'No',
+    oppositeAsset: `${asset}9`,
+    endDate: o.endDate ?? '2026-01-01',
+    negativeRisk: false,
+  };
+}
 
 /** `/closed-positions` sortBy values → the row field they order by (docs/venues.md §2b). */
 const CLOSED_SORT: Record<string, string> = {
@@ -161,7 +206,12 @@ export async function startFakeDataApi(): Promise<FakeDataApi> {
     if (limit === undefined || limit > 500) return bad('limit must be between 0 and 500');
     if (offset === undefined || offset > 10_000) return bad('offset must be between 0 and 10000');
     const threshold = Number(req.query.get('sizeThreshold') ?? 1);
-    return { body: a.positions.filter((p) => Number(p.size) >= threshold).slice(offset, offset + limit) };
+    const redeemableOnly = req.query.get('redeemable') === 'true';
+    return {
+      body: a.positions
+        .filter((p) => Number(p.size) >= threshold && (!redeemableOnly || p.redeemable === true))
+        .slice(offset, offset + limit),
+    };
   });
   server.on('GET', '/closed-positions', (req) => {
     if (throttled()) return THROTTLE;
