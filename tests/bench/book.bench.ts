@@ -56,6 +56,8 @@ export default async function run() {
   try {
     const sync = await syncCatalogue(app.app.jobs.deps(), { full: true });
     if (sync.failures.length > 0) throw new Error(sync.failures.join('; '));
+    // The catalogue load spent the venues' request budgets: let their 10 s windows pass.
+    await new Promise((r) => setTimeout(r, 11_000));
     // Active markets with a book at the venue, in both venues' id spaces.
     const pick = async (venue: string, n: number) => {
       const rows = await app.db.rows<{ id: string }>(

@@ -16,6 +16,8 @@ export interface GroupFilter {
   limit: number;
   offset: number;
   now: Date;
+  /** Tests only: another count cap than SEARCH_COUNT_CAP, and a forced choice between walking and sorting a large segment. */
+  tuning?: { countCap?: number; walk?: boolean };
 }
 
 /** The columns of an `EventSummary` (service.ts toEventSummary), from `event_groups g`. */
@@ -43,62 +45,190 @@ export interface GroupRow {
 const BY_ID = sql.raw(`g.id collate "C"`);
 
 /**
+ * A search counts its matches up to this many (docs/decisions.md §16.6: a
+ * search matching 10,000 groups costs at most 2× one matching 10). Counting
+ * is a pass over every match (the GIN index finds them, each is read), so an
+ * exact count of a search matching most of the 34,000 groups would cost many
+ * times its page. Up to the cap `total` is exact and the page is sorted from
+ * the matches; past it the page is found as searchGroups says and `total` is
+ * exact only when that counted it, else a lower bound (listEvents).
+ */
+export const SEARCH_COUNT_CAP = 1_000;
+
+/**
+ * How much more a group reached by walking a sort's btree costs than a match
+ * read through the GIN bitmap (a random heap fetch and a test against the
+ * search, against a heap page read in order): about 2.4 measured at the §11
+ * scale (tests/bench/RESULTS.md, issue 30).
+ */
+const WALK_COST = 3;
+
+export interface GroupPage {
+  rows: GroupRow[];
+  /** Every match, or with `q` at most SEARCH_COUNT_CAP + 1 (more than the cap: `capped`). */
+  total: number;
+  capped: boolean;
+}
+
+/** The ORDER BY of a sort over `event_groups g` (no tiers); each but `closing` after a passed end date is an index order. */
+async function orderOf(dbh: DbHandle, sort: EventSort, now: Date): Promise<{ order: SQL; walkable: boolean }> {
+  switch (sort) {
+    case 'volume24h':
+      return { order: sql`g.volume_24h desc nulls last, ${BY_ID}`, walkable: true };
+    case 'newest':
+      return { order: sql`g.venue_created_at desc nulls last, ${BY_ID}`, walkable: true };
+    case 'closing': {
+      const nowIso = now.toISOString();
+      const [passed] = await dbh.rows<{ any: boolean }>(
+        sql`select exists (select 1 from event_groups where end_date <= ${nowIso}::timestamptz) as any`,
+      );
+      return passed?.any
+        ? { order: sql`(case when g.end_date > ${nowIso}::timestamptz then g.end_date end) asc nulls last, ${BY_ID}`, walkable: false }
+        : { order: sql`g.end_date asc nulls last, ${BY_ID}`, walkable: true };
+    }
+    case 'movers':
+      return { order: sql`abs(g.change_24h) desc nulls last, ${BY_ID}`, walkable: true };
+    default:
+      return { order: sql`g.total_volume desc nulls last, ${BY_ID}`, walkable: true };
+  }
+}
+
+/**
  * One page of groups and the count of all that match, in one of the §16.1
  * orderings. Each ordering is an index of drizzle/events.ts, so a page
- * without `q` is an index range; with `q` the GIN index on `search_all`
- * finds the matches. `closing` puts groups whose stored `end_date` is in the
- * future first: the stored value is re-derived every minute when it passes
- * (store.ts refreshPassedEndDates), and while one has passed and not yet been
- * re-derived the order compares with `now` instead of the index.
+ * without `q` is an index range; with `q` see searchGroups. `closing` puts
+ * groups whose stored `end_date` is in the future first: the stored value is
+ * re-derived every minute when it passes (store.ts refreshPassedEndDates),
+ * and while one has passed and not yet been re-derived the order compares
+ * with `now` instead of the index.
  */
-export async function selectGroups(dbh: DbHandle, f: GroupFilter): Promise<{ rows: GroupRow[]; total: number }> {
-  const nowIso = f.now.toISOString();
+export async function selectGroups(dbh: DbHandle, f: GroupFilter): Promise<GroupPage> {
   const conds: SQL[] = [];
   if (f.category !== undefined) conds.push(sql`g.category = ${f.category}`);
   if (f.status !== undefined) conds.push(sql`g.status = ${f.status}`);
   if (f.venue !== undefined) conds.push(sql`g.venue = ${f.venue}`);
-  if (f.query !== undefined) conds.push(sql`g.search_all @@ q.tq`);
+  if (f.query !== undefined) return searchGroups(dbh, f, conds);
   const where = conds.length > 0 ? sql`where ${sql.join(conds, sql` and `)}` : sql``;
-  // A one-row materialised CTE: the query is parsed once, not once per row it is compared with.
-  const withQ = f.query !== undefined ? sql`with q as materialized (select to_tsquery('simple', ${f.query}) as tq) ` : sql``;
-  const from = f.query !== undefined ? sql`event_groups g cross join q` : sql`event_groups g`;
-  let order: SQL;
-  switch (f.sort) {
-    case 'volume24h':
-      order = sql`g.volume_24h desc nulls last, ${BY_ID}`;
-      break;
-    case 'newest':
-      order = sql`g.venue_created_at desc nulls last, ${BY_ID}`;
-      break;
-    case 'closing': {
-      const [passed] = await dbh.rows<{ any: boolean }>(
-        sql`select exists (select 1 from event_groups where end_date <= ${nowIso}::timestamptz) as any`,
-      );
-      order = passed?.any
-        ? sql`(case when g.end_date > ${nowIso}::timestamptz then g.end_date end) asc nulls last, ${BY_ID}`
-        : sql`g.end_date asc nulls last, ${BY_ID}`;
-      break;
-    }
-    case 'movers':
-      order = sql`abs(g.change_24h) desc nulls last, ${BY_ID}`;
-      break;
-    case 'relevance':
-      order =
-        f.query !== undefined
-          ? sql`(g.search_title @@ q.tq) desc, g.volume_24h desc nulls last, ${BY_ID}`
-          : sql`g.total_volume desc nulls last, ${BY_ID}`;
-      break;
-    default:
-      order = sql`g.total_volume desc nulls last, ${BY_ID}`;
-  }
+  const { order } = await orderOf(dbh, f.sort === 'relevance' ? 'volume' : f.sort, f.now);
   const [rows, [{ n }]] = await Promise.all([
-    dbh.rows<GroupRow>(
-      sql`${withQ}select ${SUMMARY_COLUMNS} from ${from} ${where}
-          order by ${order} limit ${f.limit} offset ${f.offset}`,
-    ),
-    dbh.rows<{ n: number }>(sql`${withQ}select count(*)::int as n from ${from} ${where}`),
+    dbh.rows<GroupRow>(sql`select ${SUMMARY_COLUMNS} from event_groups g ${where} order by ${order} limit ${f.limit} offset ${f.offset}`),
+    dbh.rows<{ n: number }>(sql`select count(*)::int as n from event_groups g ${where}`),
   ]);
-  return { rows, total: Number(n) };
+  return { rows, total: Number(n), capped: false };
+}
+
+/** The sort keys of SUMMARY_COLUMNS, enough to order matches before their rows are read. */
+const SORT_KEYS = sql.raw(`g.id, g.total_volume, g.volume_24h, g.venue_created_at, g.end_date, g.change_24h`);
+
+/**
+ * A search (docs/decisions.md §16.1, §16.5). The GIN index on `search_all`
+ * finds the matches; `relevance` ranks groups whose own title matches (the
+ * GIN index on `search_title`: a title match is a match) before the others.
+ *
+ * Sorting the matches costs their number s; walking the sort's btree in
+ * order, testing each group against the search until offset + limit match,
+ * costs about (offset + limit) × groups / s × WALK_COST. The break-even is
+ * s* = √((offset + limit) × groups × WALK_COST), at least SEARCH_COUNT_CAP
+ * (≈ 2,300 for a first page of 50 among 34,000 groups; ≈ 23,000 at offset
+ * 5,000). The first statement reads up to s* + 1 matches (their sort keys)
+ * through one GIN lookup: when that is all of them it sorts them, reads the
+ * page's rows and has the exact count; so a search matching few groups costs
+ * one GIN lookup. A larger search is paged segment by segment (relevance:
+ * the title tier, then the others; any other sort: one segment), a segment
+ * of known size up to s* by sorting it, a larger one by the walk. A page
+ * costs about 2 s* at most, never a pass over every match, and `total` is
+ * then a lower bound (listEvents).
+ */
+async function searchGroups(dbh: DbHandle, f: GroupFilter, conds: SQL[]): Promise<GroupPage> {
+  const filters = conds.length > 0 ? sql` and ${sql.join(conds, sql` and `)}` : sql``;
+  const relevance = f.sort === 'relevance';
+  const { order, walkable } = await orderOf(dbh, relevance ? 'volume24h' : f.sort, f.now);
+  const cap = f.tuning?.countCap ?? SEARCH_COUNT_CAP;
+  const reach = f.offset + f.limit;
+  // A one-row materialised CTE: the query is parsed once, not once per row it is compared with.
+  const withQ = sql`with q as materialized (select to_tsquery('simple', ${f.query}) as tq)`;
+  const ranked = relevance ? sql`g.in_title desc, ${order}` : order;
+  const [first, ...more] = await dbh.rows<GroupRow & { n: number; t: number; c2: number }>(
+    sql`${withQ},
+        lim as materialized (select greatest(${cap}::int, ceil(sqrt(${reach}::float8 * greatest(reltuples, 1) * ${WALK_COST})))::int as c2
+                             from pg_class where oid = 'event_groups'::regclass),
+        m as materialized (select ${SORT_KEYS}, g.search_title @@ q.tq as in_title from event_groups g cross join q
+                           where g.search_all @@ q.tq${filters} limit (select c2 + 1 from lim)),
+        c as (select count(*)::int as n, count(*) filter (where in_title)::int as t, (select c2 from lim) as c2 from m),
+        k as (select g.*, row_number() over (order by ${ranked}) as rank from m g, c
+              where c.n <= c.c2 order by ${ranked} limit ${f.limit} offset ${f.offset})
+        select ${SUMMARY_COLUMNS}, c.n, c.t, c.c2 from c
+        left join k on true left join event_groups g on g.id = k.id order by k.rank`,
+  );
+  const n = Number(first.n);
+  const c2 = Number(first.c2);
+  if (n <= c2) {
+    const rows = [first, ...more].filter((r) => r.id !== null).map(({ n: _n, t: _t, c2: _c2, ...r }): GroupRow => r);
+    return { rows, total: n, capped: false };
+  }
+
+  // More than s* matches: walk (a segment whose size is known, at most s*, is sorted).
+  const segments: Array<{ cond: SQL; size?: number }> = [];
+  if (relevance) {
+    let t1: number | undefined;
+    // Most of the first s* + 1 matches match in their title: the tier is large, walk it. Else count it (the title GIN index).
+    if (Number(first.t) * 2 <= c2) {
+      const [{ t }] = await dbh.rows<{ t: number }>(
+        sql`${withQ} select count(*)::int as t from (select 1 from event_groups g cross join q
+            where g.search_title @@ q.tq${filters} limit ${c2 + 1}) s`,
+      );
+      t1 = Number(t) <= c2 ? Number(t) : undefined;
+    }
+    segments.push({ cond: sql`g.search_title @@ q.tq`, size: t1 });
+    segments.push({ cond: sql`g.search_all @@ q.tq and not (g.search_title @@ q.tq)` });
+  } else segments.push({ cond: sql`g.search_all @@ q.tq` });
+
+  const rows: GroupRow[] = [];
+  let skip = f.offset;
+  for (const seg of segments) {
+    if (seg.size !== undefined && skip >= seg.size) {
+      skip -= seg.size;
+      continue;
+    }
+    const want = f.limit - rows.length;
+    const where = sql`${seg.cond}${filters}`;
+    const walk = walkable && (f.tuning?.walk ?? seg.size === undefined);
+    const page = walk
+      ? await walkSegment(
+          dbh,
+          sql`${withQ} select ${SUMMARY_COLUMNS} from event_groups g cross join q where ${where} order by ${order} limit ${want} offset ${skip}`,
+        )
+      : await dbh.rows<GroupRow>(
+          sql`${withQ}, m as materialized (select ${SUMMARY_COLUMNS} from event_groups g cross join q where ${where})
+              select * from m g order by ${order} limit ${want} offset ${skip}`,
+        );
+    rows.push(...page);
+    if (rows.length === f.limit) break;
+    // The segment ends inside this page: the next one starts at its first row...
+    if (page.length > 0 || seg.size !== undefined) skip = 0;
+    else {
+      // ...or before the page began: skip what is left of the offset past it.
+      const [{ c }] = await dbh.rows<{ c: number }>(
+        sql`${withQ} select count(*)::int as c from event_groups g cross join q where ${where}`,
+      );
+      skip -= Number(c);
+    }
+  }
+  return { rows, total: n, capped: true };
+}
+
+/**
+ * Runs a segment's page as a walk of the sort's btree: bitmap and sequential
+ * scans are turned off for this one statement (SET LOCAL in its own
+ * transaction), so the planner, which cannot tell how many groups a prefix
+ * search matches, takes the index in order and stops after offset + limit
+ * matches.
+ */
+async function walkSegment(dbh: DbHandle, query: SQL): Promise<GroupRow[]> {
+  return dbh.db.transaction(async (tx) => {
+    await dbh.rows(sql`select set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)`, tx);
+    return dbh.rows<GroupRow>(query, tx);
+  });
 }
 
 export async function selectGroupBySlug(db: Db, slug: string) {

@@ -102,7 +102,19 @@ export const EventListQuerySchema = z.object({
 });
 
 export const EventListSchema = z
-  .object({ ...freshness, events: z.array(EventSummarySchema), total: z.number().int() })
+  .object({
+    ...freshness,
+    events: z.array(EventSummarySchema),
+    total: z
+      .number()
+      .int()
+      .meta({
+        description:
+          'How many groups match. Exact without `q`, and with `q` when the search matches few enough to count cheaply (at least 1,000). ' +
+          'A search matching more is not counted to the end: `total` is then a lower bound, at least 1,000 and one more than `offset` + `limit` when the page is full, ' +
+          'so a next page exists while `offset + limit < total` (show it as "1,000+").',
+      }),
+  })
   .meta({ id: 'EventList' });
 
 export const SlugParamsSchema = z.object({ slug: z.string().min(1).max(300) });

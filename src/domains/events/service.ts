@@ -8,6 +8,7 @@ import {
   selectChartPoints,
   selectFirstPointAt,
   selectGroupBySlug,
+  SEARCH_COUNT_CAP,
   selectGroups,
   selectMarket,
   recordMarketRead,
@@ -63,7 +64,7 @@ export async function listEvents(deps: EventsDeps, q: EventListQuery): Promise<E
     // docs/decisions.md §16.1: a `q` with no letter or digit matches nothing.
     if (query === undefined) return { ...fresh, events: [], total: 0 };
   }
-  const { rows, total } = await selectGroups(deps.dbh, {
+  const { rows, total, capped } = await selectGroups(deps.dbh, {
     // Stored categories are normalised; the filter goes through the same function, so any case matches.
     category: q.category !== undefined ? normalizeCategory(q.category) : undefined,
     status: q.status,
@@ -77,7 +78,9 @@ export async function listEvents(deps: EventsDeps, q: EventListQuery): Promise<E
   return {
     ...fresh,
     events: rows.map((r) => toEventSummary(r, now)),
-    total,
+    // A search past SEARCH_COUNT_CAP matches is not counted to the end: `total` is then a lower bound that
+    // still says whether a next page exists (the page is full: at least one more than offset + limit).
+    total: capped ? Math.max(SEARCH_COUNT_CAP, q.offset + rows.length + (rows.length === q.limit ? 1 : 0)) : total,
   };
 }
 
