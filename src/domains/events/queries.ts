@@ -199,8 +199,10 @@ async function searchGroups(dbh: DbHandle, f: GroupFilter, conds: SQL[]): Promis
           sql`${withQ} select ${SUMMARY_COLUMNS} from event_groups g cross join q where ${where} order by ${order} limit ${want} offset ${skip}`,
         )
       : await dbh.rows<GroupRow>(
-          sql`${withQ}, m as materialized (select ${SUMMARY_COLUMNS} from event_groups g cross join q where ${where})
-              select * from m g order by ${order} limit ${want} offset ${skip}`,
+          // The segment's sort keys, sorted; then the page's rows.
+          sql`${withQ}, m as materialized (select ${SORT_KEYS} from event_groups g cross join q where ${where}),
+              k as (select g.*, row_number() over (order by ${order}) as rank from m g order by ${order} limit ${want} offset ${skip})
+              select ${SUMMARY_COLUMNS} from k join event_groups g on g.id = k.id order by k.rank`,
         );
     rows.push(...page);
     if (rows.length === f.limit) break;
