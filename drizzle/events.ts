@@ -64,6 +64,8 @@ export const eventGroups = pgTable(
     index('event_groups_sort_newest_idx').on(t.venueCreatedAt.desc().nullsLast(), byteId(t.id)),
     index('event_groups_sort_closing_idx').on(t.endDate.asc().nullsLast(), byteId(t.id)),
     index('event_groups_search_idx').using('gin', t.searchAll),
+    // Relevance's first tier (groups whose own title matches) of a search too large to sort whole (queries.ts searchGroups).
+    index('event_groups_search_title_idx').using('gin', t.searchTitle),
     index('event_groups_sort_movers_idx').on(sql`abs(${t.change24h}) desc nulls last`, byteId(t.id)),
     index('event_groups_volume_24h_idx')
       .on(t.volume24h.desc())

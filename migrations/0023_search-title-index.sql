@@ -1,0 +1,1 @@
+CREATE INDEX "event_groups_search_title_idx" ON "event_groups" USING gin ("search_title");
