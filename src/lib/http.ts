@@ -25,6 +25,8 @@ export class UpstreamError extends Error {
     public readonly body?: unknown,
     /** True when the upstream throttled us (429, or a 2xx throttle body), after all attempts. */
     public readonly throttled = false,
+    /** The upstream's `Retry-After` in ms when it was longer than we wait (the call gave up at once). */
+    public readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = 'UpstreamError';
@@ -63,10 +65,44 @@ export interface RequestOptions {
   /** Names the upstream API in metrics; by default the metrics plugin names it from the configured base URLs. */
   api?: string;
   /**
+   * The API's Retry-After state, shared by every request to it (docs/venues.md
+   * "What we call"): a 429 or 5xx with `Retry-After` holds every request until
+   * it elapses, waited in full when it is at most `maxWaitMs`; a longer one
+   * fails the request at once, and so does any request sent before it elapses.
+   * Without a gate, `Retry-After` only sets the next backoff (capped at maxBackoffMs).
+   */
+  retryAfter?: RetryAfterGate;
+  /**
    * Cancels the request, its limiter wait and its backoff (a job's run at shutdown,
    * docs/decisions.md §9): requestJson then rejects with the signal's reason, never retries.
    */
   signal?: AbortSignal;
+}
+
+/** One API's "no request before" instant, set from the venue's `Retry-After`. */
+export interface RetryAfterGate {
+  /** The longest wait honoured within a request (docs/venues.md: 10 s); longer gives the call up. */
+  readonly maxWaitMs: number;
+  /** Epoch ms before which nothing is sent to the API (0: no hold). */
+  until: number;
+}
+
+/** docs/venues.md "What we call": a run waits a Retry-After of at most 10 s, else it ends failed for that venue. */
+export const RETRY_AFTER_MAX_WAIT_MS = 10_000;
+
+export function createRetryAfterGate(maxWaitMs = RETRY_AFTER_MAX_WAIT_MS): RetryAfterGate {
+  return { maxWaitMs, until: 0 };
+}
+
+function heldTooLong(url: string, gate: RetryAfterGate, ms: number, body?: unknown): UpstreamError {
+  return new UpstreamError(
+    `${hostOf(url)} asked to wait ${Math.ceil(ms / 1000)} s (Retry-After), longer than ${gate.maxWaitMs / 1000} s: try again after it`,
+    429,
+    url,
+    body,
+    true,
+    ms,
+  );
 }
 
 /** Grants permission for one request; resolves when the caller may send it. */
@@ -113,6 +149,12 @@ export async function requestJson<T = unknown>(url: string, opts: RequestOptions
   for (let attempt = 1; attempt <= o.attempts; attempt++) {
     let wait: number | undefined;
     o.signal?.throwIfAborted();
+    const gate = o.retryAfter;
+    if (gate) {
+      const held = gate.until - Date.now();
+      if (held > gate.maxWaitMs) throw heldTooLong(url, gate, held, lastError?.body);
+      if (held > 0) await sleepOrAbort(held, o.signal);
+    }
     if (o.limiter) await abortable(o.limiter.acquire(), o.signal);
     const t0 = performance.now();
     try {
@@ -154,6 +196,11 @@ export async function requestJson<T = unknown>(url: string, opts: RequestOptions
         const retryable = res.status === 429 || res.status >= 500 || (o.retryOn ?? []).includes(res.status);
         if (!retryable) throw lastError;
         wait = retryAfterMs(res.headers.get('retry-after'));
+        if (gate && wait !== undefined) {
+          // The venue's own figure, never cut short: no request to this API before it elapses.
+          gate.until = Math.max(gate.until, Date.now() + wait);
+          if (wait > gate.maxWaitMs) throw heldTooLong(url, gate, wait, parsed);
+        }
       }
     } catch (err) {
       if (o.signal?.aborted) throw abortReason(o.signal);
@@ -174,12 +221,18 @@ export async function requestJson<T = unknown>(url: string, opts: RequestOptions
     }
     if (attempt < o.attempts) {
       const backoff = Math.min(o.maxBackoffMs, o.backoffMs * 2 ** (attempt - 1));
-      await sleep(Math.min(o.maxBackoffMs, wait ?? backoff * (0.5 + Math.random() / 2)), undefined, { signal: o.signal }).catch((err) => {
-        throw o.signal?.aborted ? abortReason(o.signal) : err;
-      });
+      // With a gate, a Retry-After is waited in full by the gate check above.
+      const pause = gate && wait !== undefined ? 0 : Math.min(o.maxBackoffMs, wait ?? backoff * (0.5 + Math.random() / 2));
+      if (pause > 0) await sleepOrAbort(pause, o.signal);
     }
   }
   throw lastError!;
+}
+
+function sleepOrAbort(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return sleep(ms, undefined, { signal }).catch((err: unknown) => {
+    throw signal?.aborted ? abortReason(signal) : err;
+  });
 }
 
 /** The error an aborted signal carries (its reason when that is an Error). */

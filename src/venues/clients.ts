@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { buildUrl, requestJson, type RequestOptions } from '../lib/http.js';
+import { buildUrl, createRetryAfterGate, requestJson, type RequestOptions } from '../lib/http.js';
 import { createLaneLimiter, type LaneLimiter } from '../lib/lane-limiter.js';
 import { APP_NAME, APP_VERSION } from '../lib/version.js';
 
@@ -49,6 +49,8 @@ export interface VenueClientOptions {
   backoffMs?: number;
   maxBackoffMs?: number;
   timeoutMs?: Partial<Record<VenueApi, number>>;
+  /** The longest `Retry-After` a request waits (default 10 s, docs/venues.md "What we call"); longer fails the call. */
+  retryAfterMaxWaitMs?: number;
   fetchImpl?: typeof fetch;
   now?: () => number;
   sleep?: (ms: number) => Promise<unknown>;
@@ -88,6 +90,8 @@ export function createVenueClients(config: VenueUrls, opts: VenueClientOptions =
         maxBackoffMs: opts.maxBackoffMs ?? 8_000,
         fetchImpl: opts.fetchImpl,
         limiter,
+        // One per API, like the limiter: a venue's Retry-After holds every caller of that API.
+        retryAfter: createRetryAfterGate(opts.retryAfterMaxWaitMs),
         isThrottleBody: api === 'data' ? isDataApiThrottle : undefined,
       },
     };

@@ -36,6 +36,15 @@ export interface FakeServer {
   /** Runs before the routes (after outages and scripted failures); an answer ends the request there. */
   intercept(fn: ((req: FakeRequest) => FakeAnswer | undefined | Promise<FakeAnswer | undefined>) | undefined): void;
   failNext(count: number, status?: number, body?: unknown): void;
+  /**
+   * The next request answers `status` (429 or 503) with `Retry-After: seconds`;
+   * until that has elapsed every request is refused the same way (with the
+   * seconds left) and also recorded in `early`: a client that honours the
+   * venue's Retry-After sends none (docs/venues.md "What we call").
+   */
+  retryAfter(seconds: number, status?: number): void;
+  /** Requests that arrived while a Retry-After was still running. */
+  early: FakeRequest[];
   /** Every request answers `status` until cleared with down(false). */
   down(on: boolean, status?: number): void;
   reset(): void;
@@ -48,6 +57,9 @@ export async function startFakeServer(): Promise<FakeServer> {
   let failures: Array<{ status: number; body: unknown }> = [];
   let outage: number | undefined;
   let interceptor: ((req: FakeRequest) => FakeAnswer | undefined | Promise<FakeAnswer | undefined>) | undefined;
+  const early: FakeRequest[] = [];
+  let retryArmed: { seconds: number; status: number } | undefined;
+  let retryHold: { until: number; status: number } | undefined;
 
   const match = (parts: string[], path: string): Record<string, string> | undefined => {
     const segs = path.split('/');
@@ -88,6 +100,17 @@ export async function startFakeServer(): Promise<FakeServer> {
       res.end(raw ?? (payload === undefined ? '' : JSON.stringify(payload)));
     };
     if (outage !== undefined) return send(outage, { error: 'unavailable' });
+    if (retryHold && at < retryHold.until) {
+      early.push(rec);
+      const left = String(Math.ceil((retryHold.until - at) / 1000));
+      return send(retryHold.status, { error: 'too many requests' }, { 'retry-after': left });
+    }
+    if (retryArmed) {
+      const { seconds, status } = retryArmed;
+      retryArmed = undefined;
+      retryHold = { until: at + seconds * 1000, status };
+      return send(status, { error: 'too many requests' }, { 'retry-after': String(seconds) });
+    }
     const f = failures.shift();
     if (f) return send(f.status, f.body);
     if (interceptor) {
@@ -123,6 +146,10 @@ export async function startFakeServer(): Promise<FakeServer> {
     intercept(fn) {
       interceptor = fn;
     },
+    early,
+    retryAfter(seconds, status = 429) {
+      retryArmed = { seconds, status };
+    },
     failNext(count, status = 500, body = { error: 'internal error' }) {
       for (let i = 0; i < count; i++) failures.push({ status, body });
     },
@@ -131,8 +158,11 @@ export async function startFakeServer(): Promise<FakeServer> {
     },
     reset() {
       requests.length = 0;
+      early.length = 0;
       failures = [];
       outage = undefined;
+      retryArmed = undefined;
+      retryHold = undefined;
     },
     close: () =>
       new Promise<void>((resolve) => {
