@@ -5,6 +5,7 @@ import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeExpo, type FakeExpo } from '../fakes/expo.js';
 import { notify, type NotifyDeps } from '../../src/domains/notifications/service.js';
 import { userNotificationsChannel } from '../../src/domains/realtime/channels.js';
+import { readStreamEvents } from '../../src/domains/notifications/stream.js';
 import {
   createDeliveryState,
   drainDeliveries,
@@ -152,7 +153,14 @@ describe('one Notification shape', () => {
       method: 'POST',
       url: '/api/v1/internal/notifications',
       headers: { authorization: `Bearer ${INTERNAL}` },
-      payload: { userId: u.id, type: 'order_filled', title: 'Shape', message: 'm', data: { orderId: 'o-9' } },
+      // Keys out of jsonb's order (shortest first, then bytewise), nested too.
+      payload: {
+        userId: u.id,
+        type: 'order_filled',
+        title: 'Shape',
+        message: 'm',
+        data: { orderId: 'o-9', a: 1, nested: { zz: true, b: [1, { yy: 1, x: 2 }] } },
+      },
     });
     rec.stop();
     const created = res.json();
@@ -169,6 +177,12 @@ describe('one Notification shape', () => {
     expect(listed).toEqual(created);
     expect(published).toEqual({ ...created, seq: 1, unreadCount: 1 });
     expect(patched).toEqual({ ...created, read: true });
+    // The same JSON text everywhere, key order included: the live event, the event stored for
+    // resume (docs/decisions.md §12.3: as first emitted), the list and the internal route's answer.
+    const [stored] = await readStreamEvents(t.app.db, u.id, 0, 1, 10);
+    expect(JSON.stringify(stored.payload)).toBe(JSON.stringify(published));
+    expect(JSON.stringify(published)).toBe(JSON.stringify({ ...listed, seq: 1, unreadCount: 1 }));
+    expect(JSON.stringify(created)).toBe(JSON.stringify(listed));
   });
 });
 

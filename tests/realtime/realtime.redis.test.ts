@@ -71,6 +71,12 @@ describe('several instances sharing Redis', () => {
     const fromB = notificationMessage('from-b');
     b.t.app.publish(userNotificationsChannel(user), 'notification', fromB);
     expect(await note).toEqual(fromB);
+    // A burst published in one turn of b's event loop crosses in one relay message, in seq order.
+    const burst = record(private1, 'notification');
+    const more = [2, 3, 4].map((seq) => notificationMessage(`burst-${seq}`, { seq, unreadCount: seq }));
+    for (const m of more) b.t.app.publish(userNotificationsChannel(user), 'notification', m);
+    await until(() => burst.length === more.length);
+    expect(burst).toEqual(more);
 
     // A fence through `other`'s own app proves the pm-x updates above did not reach it.
     const fence = next(onOther, 'market:update');

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { inArray, sql } from 'drizzle-orm';
+import { inArray, sql, type SQL } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
 import { notifications } from '../../../drizzle/index.js';
 import { rows, type Db, type DbOrTx } from '../../db/index.js';
@@ -136,6 +136,22 @@ export async function insertDeliveries(
 ): Promise<void> {
   if (channels.length === 0 || stored.length === 0) return;
   const list = JSON.stringify(stored.map((n) => ({ id: n.id, user_id: n.userId })));
+  await rows(
+    tx,
+    sql`
+    with n as (select * from jsonb_to_recordset(${list}::jsonb) as x(id uuid, user_id uuid))
+    ${deliveriesFrom(channels, now)}`,
+  );
+}
+
+/**
+ * The INSERT of insertDeliveries for notifications read from a relation `n`
+ * (id, user_id) the caller's statement defines (a CTE, such as the
+ * notifications it inserts): the ledger rows are written by the statement
+ * that stores the notifications, with nothing sent twice. undefined: no channels.
+ */
+export function deliveriesFrom(channels: readonly NotificationChannel[], now: Date): SQL | undefined {
+  if (channels.length === 0) return undefined;
   const at = now.toISOString();
   const deadline = new Date(now.getTime() + DELIVERY_DEADLINE_MS).toISOString();
   const parts = channels.map(
@@ -143,15 +159,11 @@ export async function insertDeliveries(
       select n.id, n.user_id, ${c.name}::text, ${c.targetKind}::text, t.target
       from n join (${c.targets}) t on t.user_id = n.user_id`,
   );
-  await rows(
-    tx,
-    sql`
-    with n as (select * from jsonb_to_recordset(${list}::jsonb) as x(id uuid, user_id uuid))
+  return sql`
     insert into notification_deliveries
       (notification_id, user_id, channel, target_kind, target, next_attempt_at, deadline_at, created_at, updated_at)
     select s.*, ${at}::timestamptz, ${deadline}::timestamptz, ${at}::timestamptz, ${at}::timestamptz
-    from (${sql.join(parts, sql` union all `)}) s`,
-  );
+    from (${sql.join(parts, sql` union all `)}) s`;
 }
 
 // ---- Channel pauses (docs/decisions.md §13.2) ----

@@ -1,13 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import { and, eq, sql, type SQL } from 'drizzle-orm';
 import { notifications, users } from '../../../drizzle/index.js';
 import { rows, type DbOrTx } from '../../db/index.js';
 import { AppError, notFound, someCause } from '../../errors.js';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.js';
 import type { PublishFn } from '../realtime/channels.js';
-import { insertDeliveries, kickDelivery, type DeliveryState } from './delivery.js';
+import { deliveriesFrom, kickDelivery, type DeliveryState } from './delivery.js';
 import { appendStreamEvents, publishStreamEvents, type StreamEvent } from './stream.js';
 import type { ServiceDeps } from '../../lib/deps.js';
-import { NotificationSchema, type Notification, type NotificationType, type StoredNotification } from './types.js';
+import { NotificationSchema, type Notification, type NotificationType, type StoredNotification, type StreamPayload } from './types.js';
+import { jsonbObject } from '../../lib/jsonb.js';
 import { isUuid } from '../../lib/uuid.js';
 
 /** What the notify path needs; JobDeps and the app both provide it. */
@@ -50,6 +52,16 @@ export type NewNotification = StoredNotification & { streamEvent: StreamEvent };
  * caller's transaction. Producers that change state and notify (the price-alert
  * trigger) call it inside their own transaction, so the state change and the
  * notification commit together or not at all.
+ *
+ * A batch costs two statements whatever its size, and each notification
+ * crosses to PostgreSQL once (tests/bench/RESULTS.md, issue 32): the ids are
+ * made here (UUID v4, as the column's default), so nothing comes back per
+ * notification; the first statement inserts the notifications and, from the
+ * same rows, their ledger rows; the second bumps each user's stream head by
+ * its number of new notifications and writes the stream events, their
+ * payloads built by PostgreSQL from the stored rows (notificationEventPayload),
+ * returning one row per user (its new head and unread count), from which the
+ * same payloads are built here for the live emit.
  */
 export async function storeNotifications(
   deps: { delivery: Pick<DeliveryState, 'channels'> },
@@ -57,47 +69,119 @@ export async function storeNotifications(
   now: Date,
   requests: NotifyRequest[],
 ): Promise<NewNotification[]> {
-  const { channels } = deps.delivery;
   if (requests.length === 0) return [];
-  // One parameter for the whole batch (jsonb_to_recordset): a fan-out stores thousands at once,
-  // and building a statement with a bind parameter per field cost more CPU than the rows.
-  const list = JSON.stringify(
-    requests.map((r) => ({ user_id: r.userId, type: r.type, title: r.title, message: r.message, data: r.data ?? {} })),
-  );
-  const inserted = await rows<{
-    id: string;
-    user_id: string;
-    type: string;
-    title: string;
-    message: string;
-    read: boolean;
-    data: Record<string, unknown> | null;
-  }>(
+  const at = now.toISOString();
+  const createdAt = at;
+  const stored = new Array<StoredNotification>(requests.length);
+  // Per notification: its place among its user's new ones (k, from 1); per user: how many (n).
+  const k = new Array<number>(requests.length);
+  const perUser = new Map<string, number>();
+  // What notifications share (a fan-out's requests built from one object: type, title, message and
+  // the same `data`) is sent once: `contents`, each notification pointing at its content by index.
+  const contents: Array<{ c: number; t: string; ti: string; m: string; d: Record<string, unknown> }> = [];
+  const byData = new Map<object, number[]>();
+  const list = new Array<{ i: string; u: string; c: number; k: number }>(requests.length);
+  for (let i = 0; i < requests.length; i++) {
+    const r = requests[i];
+    let c = -1;
+    const same = r.data ? byData.get(r.data) : undefined;
+    if (same) c = same.find((x) => contents[x].t === r.type && contents[x].ti === r.title && contents[x].m === r.message) ?? -1;
+    if (c < 0) {
+      c = contents.length;
+      // As PostgreSQL's jsonb gives it back, so the live payload is the stored one (key order included).
+      contents.push({ c, t: r.type, ti: r.title, m: r.message, d: jsonbObject(r.data) });
+      if (r.data) (same ?? byData.set(r.data, []).get(r.data)!).push(c);
+    }
+    const id = randomUUID();
+    stored[i] = {
+      id,
+      userId: r.userId,
+      type: r.type,
+      title: r.title,
+      message: r.message,
+      read: false,
+      data: contents[c].d,
+      createdAt: now,
+    };
+    const n = (perUser.get(r.userId) ?? 0) + 1;
+    perUser.set(r.userId, n);
+    k[i] = n;
+    list[i] = { i: id, u: r.userId, c, k: n };
+  }
+  // One parameter for the whole batch (jsonb_to_recordset), used by both statements: a fan-out stores
+  // thousands at once, and building a statement with a bind parameter per field cost more CPU than the rows.
+  const batch = JSON.stringify(list);
+  const insert = sql`
+    insert into notifications (id, user_id, type, title, message, data, created_at)
+    select x.i, x.u, c.t, c.ti, c.m, coalesce(c.d, '{}'::jsonb), ${at}::timestamptz
+    from jsonb_to_recordset(${batch}::jsonb) as x(i uuid, u uuid, c int)
+    join jsonb_to_recordset(${JSON.stringify(contents)}::jsonb) as c(c int, t text, ti text, m text, d jsonb) on c.c = x.c`;
+  const deliveries = deliveriesFrom(deps.delivery.channels, now);
+  await rows(tx, deliveries ? sql`with n as (${insert} returning id, user_id) ${deliveries}` : insert);
+
+  // The stream events (docs/decisions.md §12.1), after the notifications: the unread counters (kept by
+  // triggers) include them. Heads are locked in user-id order, like the counters, so two transactions
+  // touching the same users cannot deadlock; the counter rows of these users are locked since the
+  // insert above (its trigger updated them), so the unread count read here is this transaction's,
+  // whichever snapshot reads it, and every earlier seq's change is in it. Per notification, k is its
+  // place among its user's new ones (from 1) and n their number.
+  const heads = await rows<{ user_id: string; seq: number | string; unread: number | string }>(
     tx,
     sql`
-    insert into notifications (user_id, type, title, message, data, created_at)
-    select x.user_id, x.type, x.title, x.message, coalesce(x.data, '{}'::jsonb), ${now.toISOString()}::timestamptz
-    from jsonb_to_recordset(${list}::jsonb) as x(user_id uuid, type text, title text, message text, data jsonb)
-    returning id, user_id, type, title, message, read, data`,
+    with b as (
+      select x.i as id, x.u as user_id, x.k, count(*) over (partition by x.u) as n
+      from jsonb_to_recordset(${batch}::jsonb) as x(i uuid, u uuid, k int)
+    ), h as (
+      insert into user_stream_heads (user_id, seq)
+      select b.user_id, b.n from b where b.k = b.n order by b.user_id
+      on conflict (user_id) do update set seq = user_stream_heads.seq + excluded.seq
+      returning user_id, seq
+    ), c as (
+      select h.user_id, h.seq, coalesce(nc.unread, 0) as unread
+      from h left join notification_counters nc on nc.user_id = h.user_id
+    ), ev as (
+      insert into user_stream_events (user_id, seq, event, payload, created_at)
+      select b.user_id, c.seq - b.n + b.k, 'notification',
+             ${notificationEventPayload(sql`c.seq - b.n + b.k`, sql`greatest(0, c.unread - (b.n - b.k))`)},
+             ${at}::timestamptz
+      from b join c on c.user_id = b.user_id join notifications s on s.id = b.id
+    )
+    select user_id, seq, unread from c`,
   );
-  const stored = inserted.map((r) => ({
-    id: r.id,
-    userId: r.user_id,
-    type: r.type,
-    title: r.title,
-    message: r.message,
-    read: r.read,
-    data: r.data ?? {},
-    createdAt: now,
-  }));
-  await insertDeliveries(tx, channels, stored, now);
-  const added = stored.map(toStored);
-  const events = await appendStreamEvents(
-    tx,
-    now,
-    added.map((n) => ({ userId: n.userId, event: 'notification' as const, body: toNotificationJson(n), unreadDelta: 1 })),
+  const head = new Map<string, { seq: number; unread: number }>();
+  for (const h of heads) head.set(h.user_id, { seq: Number(h.seq), unread: Number(h.unread) });
+  const out = new Array<NewNotification>(requests.length);
+  for (let i = 0; i < requests.length; i++) {
+    const n = stored[i];
+    const u = head.get(n.userId)!;
+    const left = perUser.get(n.userId)! - k[i]; // this user's notifications after this one in the batch
+    const seq = u.seq - left;
+    const payload = {
+      id: n.id,
+      type: n.type,
+      title: n.title,
+      message: n.message,
+      read: false,
+      data: n.data,
+      createdAt,
+      seq,
+      unreadCount: Math.max(0, u.unread - left),
+    } satisfies StreamPayload<'notification'>;
+    out[i] = { ...n, streamEvent: { userId: n.userId, seq, event: 'notification', payload } };
+  }
+  return out;
+}
+
+/**
+ * A `notification` event's payload as PostgreSQL writes it from the stored
+ * row `s`: NotificationSchema's fields in its order (ITEM_FIELDS, the list's
+ * own), then `seq` and `unreadCount` — the object storeNotifications emits.
+ */
+function notificationEventPayload(seq: SQL, unreadCount: SQL): SQL {
+  const fields = (Object.keys(NotificationSchema.shape) as (keyof Notification)[]).map(
+    (key) => sql`${sql.raw(`'${key}'`)}, ${ITEM_FIELDS[key]}`,
   );
-  return added.map((n, i) => ({ ...n, streamEvent: events[i] }));
+  return sql`json_build_object(${sql.join(fields, sql`, `)}, 'seq', ${seq}, 'unreadCount', ${unreadCount})`;
 }
 
 /** After commit: emit on each user's stream and kick delivery (never awaited). */

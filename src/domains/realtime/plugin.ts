@@ -60,6 +60,9 @@ export type RealtimePluginOptions = Partial<RealtimeOptions> & {
   userStreams: UserStreamsFactory;
 };
 
+/** Stream events per inter-instance message (`stream:events`): a few hundred KB at most. */
+const RELAY_BATCH = 500;
+
 /** Where allowRequest leaves the handshake's address key for the Engine.IO `connection` that follows. */
 const PENDING_KEY = Symbol('pendingAddressKey');
 type PendingRequest = { [PENDING_KEY]?: string[] };
@@ -202,6 +205,22 @@ export const realtimePlugin = fp<RealtimePluginOptions>(
     // The bridge every domain uses: app.publish(channel, event, payload) → the room of that name.
     // publish() checked the event and payload against the contract (schemas.ts REALTIME_EVENTS).
     const forwardStream = app.redisClient !== undefined;
+    // Stream events for the other instances, sent together at the end of this turn of the event loop:
+    // one Redis message per RELAY_BATCH events instead of one per event (a fan-out publishes thousands
+    // in one turn, and every instance, this one included, decodes every message the adapter sends).
+    let relay: RelayedStreamEvent[] = [];
+    const flushRelay = () => {
+      const batch = relay;
+      relay = [];
+      for (let i = 0; i < batch.length; i += RELAY_BATCH) {
+        try {
+          io.serverSideEmit('stream:events', batch.slice(i, i + RELAY_BATCH));
+        } catch (err) {
+          // The other instances' hubs read what they missed from the database (their gap wait).
+          app.log.error({ err, events: batch.length }, 'relaying stream events failed');
+        }
+      }
+    };
     const onPublish = (msg: Published) => {
       const streamUser = userOfNotificationsChannel(msg.channel);
       if (streamUser !== undefined) {
@@ -213,7 +232,10 @@ export const realtimePlugin = fp<RealtimePluginOptions>(
         };
         hub.receive(event);
         // Other instances get it through the adapter's Redis channel and put it in order there.
-        if (forwardStream) io.serverSideEmit('stream:event', event);
+        if (forwardStream) {
+          if (relay.length === 0) queueMicrotask(flushRelay);
+          relay.push(event);
+        }
         return;
       }
       try {
@@ -224,6 +246,10 @@ export const realtimePlugin = fp<RealtimePluginOptions>(
     };
     app.bus.on('publish', onPublish);
     io.on('stream:event', (event: RelayedStreamEvent) => hub.receive(event));
+    io.on('stream:events', (events: RelayedStreamEvent[]) => {
+      if (!Array.isArray(events)) return;
+      for (const event of events) hub.receive(event);
+    });
 
     // docs/decisions.md §10.6: an ended session's sockets on this instance are told and dropped
     // (every instance learns the ended ids through the auth plugin's revocation store).

@@ -163,9 +163,14 @@ export interface ClientToServerEvents {
   auth: (request: AuthRequest, ack?: AckFn) => void;
 }
 
-/** Between instances (through the Redis adapter): a user stream event published on another instance. */
+/**
+ * Between instances (through the Redis adapter): user stream events published on another instance.
+ * `stream:events` carries every event published in one turn of the event loop (a fan-out's
+ * thousands in a few messages); `stream:event`, one event, is what earlier versions send.
+ */
 export interface InterServerEvents {
   'stream:event': (event: RelayedStreamEvent) => void;
+  'stream:events': (events: RelayedStreamEvent[]) => void;
 }
 
 export interface SocketData {

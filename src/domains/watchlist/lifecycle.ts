@@ -129,10 +129,18 @@ async function send(deps: NotifyDeps, found: SQL, subject: SQL, onConflict: SQL)
           )
           select f.* from found f join ins on ins.user_id = f.user_id and ins.type = f.type and ins.subject = ${subject}`,
     );
-    // In chunks: one statement's parameters stay far below PostgreSQL's 65,535 however many watchers a change has.
+    // One content per change, shared by its watchers: the notify path sends what they share once.
+    const shared = new Map<string, NotifyRequest>();
+    const requests = sent.map((r) => {
+      const key = `${r.type}\n${r.market_id}\n${r.from_p}\n${r.to_p}`;
+      let content = shared.get(key);
+      if (!content) shared.set(key, (content = lifecycleNotification(r)));
+      return { ...content, userId: r.user_id };
+    });
+    // In chunks: each statement and its JSON stay bounded however many watchers a change has.
     const out = [];
-    for (let i = 0; i < sent.length; i += STORE_CHUNK) {
-      out.push(...(await storeNotifications(deps, tx, now, sent.slice(i, i + STORE_CHUNK).map(lifecycleNotification))));
+    for (let i = 0; i < requests.length; i += STORE_CHUNK) {
+      out.push(...(await storeNotifications(deps, tx, now, requests.slice(i, i + STORE_CHUNK))));
     }
     return out;
   });
