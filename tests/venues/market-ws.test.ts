@@ -81,24 +81,26 @@ describe('market WebSocket client against the fake', () => {
     await fake.close();
   });
 
-  const start = (extra: { silenceMs?: number } = {}) =>
+  const start = (extra: { silenceMs?: number; dataSilenceMs?: number } = {}) =>
     (client = createMarketWsClient({
       url: fake.url,
       log,
       onPrice: (t, p) => prices.push([t, p]),
       pingMs: 200,
       silenceMs: extra.silenceMs ?? 1_000,
+      dataSilenceMs: extra.dataSilenceMs,
       connectSpacingMs: 50,
       backoffMinMs: 50,
       backoffMaxMs: 200,
     }));
 
-  it('spreads tokens over connections of at most 250, subscribes and unsubscribes per token, PINGs', async () => {
+  it('spreads tokens over connections of at most 200 (larger sets stall at the venue), subscribes and unsubscribes per token, PINGs', async () => {
     const c = start();
     const wanted = tokens(260);
     c.setTokens(wanted);
     await until(() => fake.subscribed().size === 260);
-    expect(fake.connections().map((x) => x.tokens.length)).toEqual([250, 10]);
+    expect(fake.connections().map((x) => x.tokens.length)).toEqual([200, 60]);
+    expect(fake.connections().some((x) => x.muted)).toBe(false);
     expect(fake.connections().every((x) => x.userAgent === DEFAULT_USER_AGENT)).toBe(true);
     // One more token goes to the connection with room; letting tokens go unsubscribes them.
     c.setTokens([...wanted.slice(5), ...tokens(1, 900)]);
@@ -129,6 +131,38 @@ describe('market WebSocket client against the fake', () => {
     expect(fake.violations).toEqual([]);
   });
 
+  it('a wide-spread market takes the book snapshot’s last_trade_price at once', async () => {
+    const [a, b] = tokens(2);
+    fake.book(a, { bid: 0.1, ask: 0.9, last: 0.37 });
+    fake.book(b, { bid: 0.2, ask: 0.8 });
+    start().setTokens([a, b]);
+    await until(() => prices.length === 1);
+    await sleep(200);
+    expect(prices).toEqual([[a, 0.37]]);
+    expect(fake.violations).toEqual([]);
+  });
+
+  it('reconnects a connection that answers PONG but delivers no data on busy tokens; quiet tokens keep theirs', async () => {
+    const [busy, quiet] = tokens(2);
+    fake.book(busy, { bid: 0.4, ask: 0.44 });
+    fake.book(quiet, { bid: 0.6, ask: 0.62 });
+    start({ dataSilenceMs: 800 }).setTokens([busy, quiet]);
+    await until(() => prices.length === 2);
+    // Quiet tokens (a snapshot, then nothing) never count as a stall, however long.
+    await sleep(1_500);
+    expect(fake.accepted()).toBe(1);
+    // Busy: updates flow, then the connection goes mute while the market keeps moving.
+    fake.priceChange(busy, { bid: 0.45, ask: 0.47 });
+    await until(() => prices.some(([, p]) => p === 0.46));
+    fake.mute();
+    fake.priceChange(busy, { bid: 0.5, ask: 0.52 });
+    expect(fake.connections()[0]).toMatchObject({ open: true, muted: true });
+    await until(() => fake.accepted() === 2 && fake.subscribed().size === 2, 6_000);
+    // The new connection's snapshot brings the price the mute one held back.
+    await until(() => prices.some(([, p]) => p === 0.51));
+    expect(fake.violations).toEqual([]);
+  });
+
   it('resubscribes after a drop and after a silent (frozen) connection', async () => {
     const wanted = tokens(3);
     start().setTokens(wanted);
@@ -145,7 +179,7 @@ describe('market WebSocket client against the fake', () => {
     const { default: WebSocket } = await import('ws');
     const ws = new WebSocket(fake.url);
     await new Promise((r) => ws.once('open', r));
-    ws.send(JSON.stringify({ assets_ids: tokens(251), type: 'market' }));
+    ws.send(JSON.stringify({ assets_ids: tokens(501), type: 'market' }));
     await new Promise((r) => ws.once('close', r));
     const silent = new WebSocket(fake.url);
     await new Promise((r) => silent.once('open', r));
@@ -156,7 +190,7 @@ describe('market WebSocket client against the fake', () => {
     quiet.send(JSON.stringify({ assets_ids: ['1'], type: 'market' }));
     await new Promise((r) => quiet.once('close', r));
     expect(fake.violations).toEqual([
-      'more than 250 assets on one connection (251)',
+      'more than 500 assets on one connection (501)',
       'the first message must be {"assets_ids":[…],"type":"market"}',
       'no PING for 1000 ms',
     ]);

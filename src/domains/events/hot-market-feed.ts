@@ -27,7 +27,10 @@ export interface HotMarketsOptions extends RegistryOptions, LeaseOptions {
   flushMs: number;
   /** The venue socket's timings (tests shrink them). */
   ws: Partial<
-    Pick<MarketWsOptions, 'pingMs' | 'silenceMs' | 'connectSpacingMs' | 'backoffMinMs' | 'backoffMaxMs' | 'maxTokensPerConnection'>
+    Pick<
+      MarketWsOptions,
+      'pingMs' | 'silenceMs' | 'dataSilenceMs' | 'connectSpacingMs' | 'backoffMinMs' | 'backoffMaxMs' | 'maxTokensPerConnection'
+    >
   >;
 }
 

@@ -9,11 +9,17 @@ import { DEFAULT_USER_AGENT } from '../clients.js';
  * tokens it wants (`setTokens`); the client spreads them over connections of
  * at most `maxTokensPerConnection`, subscribes and unsubscribes per token,
  * sends `PING` every `pingMs`, treats a connection that has said nothing
- * (not even `PONG`) for `silenceMs` as frozen, and reconnects dropped or
- * frozen connections with jittered exponential backoff, opening connections
- * at least `connectSpacingMs` apart. Each token's book, best bid/ask and last
- * trade are kept, and `onPrice` is called when the displayed price (the
- * REST path's rule, src/venues/polymarket/clob-map.ts) changes.
+ * (not even `PONG`) for `silenceMs` as frozen, and one that still answers
+ * `PONG` but has delivered no data for `dataSilenceMs` as stalled when its
+ * tokens are busy (they sent updates since it opened) or it never sent their
+ * `book` snapshots (docs/venues.md "What we call": such stalls were seen on
+ * large sets); it reconnects dropped, frozen and stalled connections with
+ * jittered exponential backoff, opening connections at least
+ * `connectSpacingMs` apart. Each token's book, best bid/ask and last trade
+ * are kept (the `book` snapshot's `last_trade_price` included, so a
+ * wide-spread market has a price at once), and `onPrice` is called when the
+ * displayed price (the REST path's rule, src/venues/polymarket/clob-map.ts)
+ * changes.
  */
 
 export interface MarketWsOptions {
@@ -25,6 +31,7 @@ export interface MarketWsOptions {
   maxTokensPerConnection?: number;
   pingMs?: number;
   silenceMs?: number;
+  dataSilenceMs?: number;
   connectSpacingMs?: number;
   backoffMinMs?: number;
   backoffMaxMs?: number;
@@ -32,12 +39,18 @@ export interface MarketWsOptions {
 }
 
 export const MARKET_WS_DEFAULTS = {
-  /** docs/venues.md "What we call": ≤ 250 tokens per connection (≈ 500 observed). */
-  maxTokensPerConnection: 250,
+  /** docs/venues.md "What we call": ≤ 200 tokens per connection (larger sets were seen to stall silently). */
+  maxTokensPerConnection: 200,
   /** docs/venues.md §4c: text `PING` every 10 s. */
   pingMs: 10_000,
   /** Two missed PONGs: dead or frozen (§4c says 30 s; we act sooner so a resubscribe lands within 30 s). */
   silenceMs: 20_000,
+  /**
+   * PONG but no data this long on busy tokens (or no `book` snapshot after
+   * subscribing): stalled, reconnect. Busy tokens move far more often; quiet
+   * ones (a snapshot, then nothing) never trip it.
+   */
+  dataSilenceMs: 60_000,
   /** docs/venues.md "What we call": connections opened ≥ 1 s apart. */
   connectSpacingMs: 1_000,
   backoffMinMs: 500,
@@ -46,7 +59,7 @@ export const MARKET_WS_DEFAULTS = {
 
 /** One wire event of the market channel, reduced to what prices need. */
 export type MarketWsEvent =
-  | { type: 'book'; tokenId: string; bestBid?: number; bestAsk?: number }
+  | { type: 'book'; tokenId: string; bestBid?: number; bestAsk?: number; lastTrade?: number }
   | { type: 'best_bid_ask'; tokenId: string; bestBid?: number; bestAsk?: number }
   | { type: 'last_trade_price'; tokenId: string; price: number };
 
@@ -103,8 +116,18 @@ export function parseMarketMessage(text: string): MarketWsEvent[] {
     const tokenId = typeof m.asset_id === 'string' && TOKEN.test(m.asset_id) ? m.asset_id : undefined;
     switch (m.event_type) {
       case 'book':
-        if (tokenId)
-          out.push({ type: 'book', tokenId, bestBid: bestOf(m.bids ?? m.buys, 'bid'), bestAsk: bestOf(m.asks ?? m.sells, 'ask') });
+        if (tokenId) {
+          const e: MarketWsEvent = {
+            type: 'book',
+            tokenId,
+            bestBid: bestOf(m.bids ?? m.buys, 'bid'),
+            bestAsk: bestOf(m.asks ?? m.sells, 'ask'),
+          };
+          // docs/venues.md §8 D1: the snapshot carries `last_trade_price` (a string; the SDK allows it absent or null).
+          const last = probability(m.last_trade_price);
+          if (last !== undefined) e.lastTrade = last;
+          out.push(e);
+        }
         break;
       case 'best_bid_ask':
         if (tokenId) out.push({ type: 'best_bid_ask', tokenId, bestBid: side(m.best_bid, 'bid'), bestAsk: side(m.best_ask, 'ask') });
@@ -157,6 +180,12 @@ interface Conn {
   open: boolean;
   attempts: number;
   lastHeardAt: number;
+  /** Last message with data (not `PONG`) for a token of ours; reset when the connection opens. */
+  lastDataAt: number;
+  /** A `book` snapshot arrived since the connection opened. */
+  snapshot: boolean;
+  /** Updates (not snapshots) arrived since the connection opened: its tokens are busy. */
+  busy: boolean;
   pingTimer?: NodeJS.Timeout;
   retryTimer?: NodeJS.Timeout;
 }
@@ -238,6 +267,9 @@ export function createMarketWsClient(opts: MarketWsOptions): MarketWsClient {
     ws.on('open', () => {
       c.open = true;
       c.lastHeardAt = Date.now();
+      c.lastDataAt = c.lastHeardAt;
+      c.snapshot = false;
+      c.busy = false;
       // docs/venues.md §4c: the first message names the channel and the tokens.
       send(c, { assets_ids: [...c.tokens], type: 'market', custom_feature_enabled: true });
       // One timer sends PING every pingMs and checks for silence a few times per silenceMs.
@@ -246,6 +278,8 @@ export function createMarketWsClient(opts: MarketWsOptions): MarketWsClient {
       c.pingTimer = setInterval(() => {
         const now = Date.now();
         if (now - c.lastHeardAt > o.silenceMs) return lost(c, 'silent');
+        if (now - c.lastDataAt > o.dataSilenceMs && (c.busy || !c.snapshot) && c.tokens.size > 0)
+          return lost(c, c.busy ? 'PONG but no data on busy tokens' : 'PONG but no book snapshot');
         if (now - lastPingAt >= o.pingMs - tick / 2) {
           lastPingAt = now;
           send(c, 'PING');
@@ -259,7 +293,13 @@ export function createMarketWsClient(opts: MarketWsOptions): MarketWsClient {
       if (isBinary) return;
       const text = (Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer)).toString('utf8');
       if (text === 'PONG') return;
-      for (const e of parseMarketMessage(text)) apply(e);
+      for (const e of parseMarketMessage(text)) {
+        if (!c.tokens.has(e.tokenId)) continue;
+        c.lastDataAt = c.lastHeardAt;
+        if (e.type === 'book') c.snapshot = true;
+        else c.busy = true;
+        apply(e);
+      }
     });
     ws.on('close', (code) => lost(c, `closed (${code})`));
     ws.on('error', (err) => lost(c, err.message));
@@ -272,6 +312,7 @@ export function createMarketWsClient(opts: MarketWsOptions): MarketWsClient {
     else {
       q.bestBid = e.bestBid;
       q.bestAsk = e.bestAsk;
+      if (e.type === 'book' && e.lastTrade !== undefined) q.lastTrade = e.lastTrade;
     }
     const price = displayPrice(q);
     if (price === undefined || price === q.price) return;
@@ -297,7 +338,17 @@ export function createMarketWsClient(opts: MarketWsOptions): MarketWsClient {
     while (i < tokens.length) {
       const part = tokens.slice(i, i + o.maxTokensPerConnection);
       i += part.length;
-      const c: Conn = { id: nextId++, tokens: new Set(part), open: false, attempts: 0, lastHeardAt: Date.now() };
+      const now = Date.now();
+      const c: Conn = {
+        id: nextId++,
+        tokens: new Set(part),
+        open: false,
+        attempts: 0,
+        lastHeardAt: now,
+        lastDataAt: now,
+        snapshot: false,
+        busy: false,
+      };
       for (const t of part) connOf.set(t, c);
       conns.add(c);
       schedule(c, 0);

@@ -17,17 +17,26 @@ import { WebSocketServer, type WebSocket } from 'ws';
  * - a subscribed asset gets its `book` snapshot at once (the initial dump is
  *   an array); `book`, `price_change`, `last_trade_price` and `best_bid_ask`
  *   are pushed on demand in the venue's shapes (decimal strings);
+ * - the `book` snapshot carries `last_trade_price` (a string) once the token
+ *   has traded (docs/venues.md §8 D1);
+ * - a connection carrying more than `stallAbove` (200) assets stalls as the
+ *   venue's were seen to: it keeps answering `PONG` and delivers no data;
  * - `drop()` cuts every connection; `freeze()` makes the current connections
- *   silent (no PONG, no data) without closing them, as the venue sometimes does.
+ *   silent (no PONG, no data) without closing them, as the venue sometimes
+ *   does; `mute()` makes them answer `PONG` and deliver nothing.
  */
 export interface FakeBook {
   bid?: number;
   ask?: number;
+  /** The last trade, sent as the snapshot's `last_trade_price`. */
+  last?: number;
 }
 
 export interface FakeMarketWsOptions {
   maxTokens?: number;
   pingDeadlineMs?: number;
+  /** More assets than this on one connection: it stalls (PONG, no data). */
+  stallAbove?: number;
 }
 
 interface Conn {
@@ -35,6 +44,8 @@ interface Conn {
   tokens: Set<string>;
   started: boolean;
   frozen: boolean;
+  /** Answers PONG, delivers no data. */
+  muted: boolean;
   lastPingAt: number;
   pings: number;
   userAgent: string | undefined;
@@ -44,8 +55,8 @@ interface Conn {
 export interface FakeMarketWs {
   url: string;
   /** Every connection ever accepted (open or not), with what it carries now. */
-  connections(): Array<{ tokens: string[]; open: boolean; frozen: boolean; pings: number; userAgent: string | undefined }>;
-  /** Tokens subscribed on open, unfrozen connections. */
+  connections(): Array<{ tokens: string[]; open: boolean; frozen: boolean; muted: boolean; pings: number; userAgent: string | undefined }>;
+  /** Tokens subscribed on open connections that deliver data (not frozen, muted or stalled). */
   subscribed(): Set<string>;
   violations: string[];
   /** Connections accepted so far. */
@@ -58,16 +69,21 @@ export interface FakeMarketWs {
   lastTrade(tokenId: string, price: number): void;
   drop(): void;
   freeze(): void;
+  /** The current connections keep answering PONG and deliver no data. */
+  mute(): void;
   close(): Promise<void>;
 }
 
-export const FAKE_WS_MAX_TOKENS = 250;
+export const FAKE_WS_MAX_TOKENS = 500;
+/** docs/venues.md "What we call": larger sets were seen to stall silently. */
+export const FAKE_WS_STALL_ABOVE = 200;
 const CONDITION = `0x${'ab'.repeat(32)}`;
 const dec = (n: number) => String(Math.round(n * 10_000) / 10_000);
 
 export async function startFakeMarketWs(opts: FakeMarketWsOptions = {}): Promise<FakeMarketWs> {
   const maxTokens = opts.maxTokens ?? FAKE_WS_MAX_TOKENS;
   const pingDeadlineMs = opts.pingDeadlineMs ?? 20_000;
+  const stallAbove = opts.stallAbove ?? FAKE_WS_STALL_ABOVE;
   const books = new Map<string, FakeBook>();
   const all: Conn[] = [];
   const violations: string[] = [];
@@ -109,6 +125,7 @@ export async function startFakeMarketWs(opts: FakeMarketWsOptions = {}): Promise
             ],
       timestamp: timestamp(),
       hash: 'fakehash',
+      ...(b.last === undefined ? {} : { last_trade_price: dec(b.last) }),
     };
   };
 
@@ -120,7 +137,8 @@ export async function startFakeMarketWs(opts: FakeMarketWsOptions = {}): Promise
   function subscribe(c: Conn, tokens: string[]) {
     for (const t of tokens) c.tokens.add(t);
     if (c.tokens.size > maxTokens) return violate(c, `more than ${maxTokens} assets on one connection (${c.tokens.size})`);
-    if (!c.frozen && tokens.length > 0) c.ws.send(JSON.stringify(tokens.map(bookMessage)));
+    if (c.tokens.size > stallAbove) c.muted = true;
+    if (!c.frozen && !c.muted && tokens.length > 0) c.ws.send(JSON.stringify(tokens.map(bookMessage)));
   }
 
   function accept(ws: WebSocket, req: IncomingMessage) {
@@ -129,6 +147,7 @@ export async function startFakeMarketWs(opts: FakeMarketWsOptions = {}): Promise
       tokens: new Set(),
       started: false,
       frozen: false,
+      muted: false,
       lastPingAt: Date.now(),
       pings: 0,
       userAgent: req.headers['user-agent'],
@@ -175,7 +194,7 @@ export async function startFakeMarketWs(opts: FakeMarketWsOptions = {}): Promise
     });
   }
 
-  const live = () => all.filter((c) => c.ws.readyState === c.ws.OPEN && !c.frozen);
+  const live = () => all.filter((c) => c.ws.readyState === c.ws.OPEN && !c.frozen && !c.muted);
   const pushTo = (tokenId: string, message: unknown) => {
     const text = JSON.stringify(message);
     for (const c of live()) if (c.tokens.has(tokenId)) c.ws.send(text);
@@ -189,6 +208,7 @@ export async function startFakeMarketWs(opts: FakeMarketWsOptions = {}): Promise
         tokens: [...c.tokens],
         open: c.ws.readyState === c.ws.OPEN,
         frozen: c.frozen,
+        muted: c.muted,
         pings: c.pings,
         userAgent: c.userAgent,
       })),
@@ -234,6 +254,7 @@ export async function startFakeMarketWs(opts: FakeMarketWsOptions = {}): Promise
       });
     },
     lastTrade(tokenId, price) {
+      books.set(tokenId, { ...books.get(tokenId), last: price });
       pushTo(tokenId, {
         asset_id: tokenId,
         event_type: 'last_trade_price',
@@ -250,6 +271,9 @@ export async function startFakeMarketWs(opts: FakeMarketWsOptions = {}): Promise
     },
     freeze() {
       for (const c of all) c.frozen = true;
+    },
+    mute() {
+      for (const c of all) c.muted = true;
     },
     async close() {
       for (const c of all) {
