@@ -150,14 +150,18 @@ describe('events-sync ingestion', () => {
     expect(list.find((e: any) => e.id === 'ks-KXHIGHNY-26DEC31').category).toBe('WEATHER');
   });
 
-  it('backfills the price history of newly tracked markets from the CLOB and Kalshi candlesticks', async () => {
-    const clobCalls = venues.clob.requests.filter((r) => r.path === '/prices-history');
-    expect(clobCalls.length).toBeGreaterThan(0);
-    for (const c of clobCalls) {
-      expect(c.query.get('interval')).toBe('max');
-      expect(c.query.get('fidelity')).toBe('60');
+  it('backfills the price history of newly tracked markets from the CLOB (20 tokens per batch) and Kalshi candlesticks', async () => {
+    // docs/venues.md "What we call": POST /batch-prices-history, ≤ 20 tokens, in place of one GET per market.
+    const batches = venues.clob.requests.filter((r) => r.path === '/batch-prices-history');
+    expect(batches.length).toBeGreaterThan(0);
+    for (const c of batches) {
+      expect(c.method).toBe('POST');
+      expect(c.body).toMatchObject({ interval: 'max', fidelity: 60 });
+      expect((c.body as { markets: string[] }).markets.length).toBeLessThanOrEqual(20);
     }
-    expect(clobCalls.map((c) => c.query.get('market'))).toContain('5167117798525993704530879381657991663859057218');
+    const asked = batches.flatMap((c) => (c.body as { markets: string[] }).markets);
+    expect(asked).toContain('5167117798525993704530879381657991663859057218');
+    expect(venues.clob.requests.filter((r) => r.path === '/prices-history').length).toBeLessThanOrEqual(1);
     const candleCalls = venues.kalshi.requests.filter((r) => r.path.endsWith('/candlesticks'));
     expect(candleCalls.map((c) => c.path)).toContain('/series/KXFEDCHAIR/markets/KXFEDCHAIR-27-KH/candlesticks');
     for (const c of candleCalls) {

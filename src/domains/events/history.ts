@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { UpstreamError } from '../../lib/http.js';
 import { mapLimit } from '../../lib/map-limit.js';
 import type { HistoryPoint } from '../../venues/catalogue.js';
-import { getClobPriceHistory } from '../../venues/polymarket/clob.js';
+import { CLOB_HISTORY_BATCH_LIMIT, getClobPriceHistories } from '../../venues/polymarket/clob.js';
 import { getKalshiCandles } from '../../venues/kalshi/trade-api.js';
 import { idsIn, json, type MarketDataDeps } from './store.js';
 
@@ -87,7 +87,9 @@ async function insertHistory(deps: MarketDataDeps, marketId: string, points: His
 
 /**
  * Backfills markets tracked for the first time (docs/decisions.md §11.2: in
- * the next price-sync). A market is marked done on success or on a 4xx
+ * the next price-sync). Polymarket markets go 20 tokens per
+ * `POST /batch-prices-history` (docs/venues.md "What we call"), Kalshi one
+ * candlestick read each. A market is marked done on success or on a 4xx
  * (retrying would not help); outages leave it for the next run.
  */
 export async function backfillTrackedHistory(deps: MarketDataDeps, limit = BACKFILL_PER_RUN): Promise<{ done: number; failed: number }> {
@@ -106,25 +108,42 @@ export async function backfillTrackedHistory(deps: MarketDataDeps, limit = BACKF
   let done = 0;
   let failed = 0;
   const finished: string[] = [];
-  await mapLimit(todo, BACKFILL_CONCURRENCY, async (m) => {
+  const giveUp = (err: unknown) =>
+    err instanceof UpstreamError && err.status !== undefined && err.status >= 400 && err.status < 500 && err.status !== 429;
+  const warn = (ids: string[], err: unknown) =>
+    deps.log.warn({ marketIds: ids, err: err instanceof Error ? err.message : String(err) }, 'history backfill failed');
+
+  // One unit of work: a batch of ≤ 20 Polymarket markets, or one other market.
+  const clob = todo.filter((m) => m.venue === 'polymarket' && m.yes_token_id);
+  const units: Array<typeof todo> = [];
+  for (let i = 0; i < clob.length; i += CLOB_HISTORY_BATCH_LIMIT) units.push(clob.slice(i, i + CLOB_HISTORY_BATCH_LIMIT));
+  for (const m of todo) if (!clob.includes(m)) units.push([m]);
+
+  await mapLimit(units, BACKFILL_CONCURRENCY, async (unit) => {
+    const ids = unit.map((m) => m.id);
     try {
-      let points: HistoryPoint[] = [];
-      if (m.venue === 'polymarket' && m.yes_token_id) {
-        points = (await getClobPriceHistory(deps.venues.clob, m.yes_token_id)).points;
-      } else if (m.venue === 'kalshi' && m.series_ticker) {
-        const to = deps.clock();
-        const from = new Date(to.getTime() - KALSHI_BACKFILL_DAYS * DAY_MS);
-        points = (await getKalshiCandles(deps.venues.kalshi, m.series_ticker, m.venue_market_id, from, to)).points;
+      const pointsOf = new Map<string, HistoryPoint[]>();
+      if (unit[0].venue === 'polymarket' && unit[0].yes_token_id) {
+        const { byToken } = await getClobPriceHistories(
+          deps.venues.clob,
+          unit.map((m) => m.yes_token_id!),
+        );
+        for (const m of unit) pointsOf.set(m.id, byToken.get(m.yes_token_id!) ?? []);
+      } else {
+        const m = unit[0];
+        if (m.venue === 'kalshi' && m.series_ticker) {
+          const to = deps.clock();
+          const from = new Date(to.getTime() - KALSHI_BACKFILL_DAYS * DAY_MS);
+          pointsOf.set(m.id, (await getKalshiCandles(deps.venues.kalshi, m.series_ticker, m.venue_market_id, from, to)).points);
+        }
       }
-      await insertHistory(deps, m.id, points);
-      finished.push(m.id);
-      done++;
+      for (const m of unit) await insertHistory(deps, m.id, pointsOf.get(m.id) ?? []);
+      finished.push(...ids);
+      done += unit.length;
     } catch (err) {
-      failed++;
-      if (err instanceof UpstreamError && err.status !== undefined && err.status >= 400 && err.status < 500 && err.status !== 429) {
-        finished.push(m.id);
-      }
-      deps.log.warn({ marketId: m.id, err: err instanceof Error ? err.message : String(err) }, 'history backfill failed');
+      failed += unit.length;
+      if (giveUp(err)) finished.push(...ids);
+      warn(ids, err);
     }
   });
   if (finished.length > 0) {

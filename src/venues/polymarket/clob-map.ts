@@ -89,6 +89,25 @@ export function mapClobHistory(raw: unknown): { points: HistoryPoint[]; skipped:
   return { points, skipped };
 }
 
+const ClobBatchHistorySchema = z.object({ history: z.record(z.string(), z.array(z.unknown()).nullish()).nullish() });
+
+/**
+ * `POST /batch-prices-history` body (docs/venues.md §8 D2): `{ history: { "<token>": [{ t, p }] } }`
+ * → points per token; a token left out has no points; malformed points are skipped and counted.
+ */
+export function mapClobBatchHistory(raw: unknown): { byToken: Map<string, HistoryPoint[]>; skipped: number } {
+  const parsed = ClobBatchHistorySchema.safeParse(raw);
+  if (!parsed.success) throw new Error('batch-prices-history answer is not { history: { token: [...] } }');
+  const byToken = new Map<string, HistoryPoint[]>();
+  let skipped = 0;
+  for (const [token, rows] of Object.entries(parsed.data.history ?? {})) {
+    const one = mapClobHistory({ history: rows ?? [] });
+    byToken.set(token, one.points);
+    skipped += one.skipped;
+  }
+  return { byToken, skipped };
+}
+
 const BookLevelSchema = z.object({ price: z.unknown(), size: z.unknown() });
 const ClobBookSchema = z.object({ bids: z.array(BookLevelSchema).nullish(), asks: z.array(BookLevelSchema).nullish() });
 

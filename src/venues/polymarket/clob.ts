@@ -3,6 +3,7 @@ import type { HistoryPoint } from '../catalogue.js';
 import { readBook, type OrderBook } from '../order-book.js';
 import {
   clobDisplayPrice,
+  mapClobBatchHistory,
   mapClobHistory,
   needsLastTrade,
   parseClobBook,
@@ -13,9 +14,10 @@ import {
 } from './clob-map.js';
 
 /**
- * Polymarket CLOB (docs/venues.md "What we call", §4a, §4b): the chart
- * backfill `GET /prices-history?market=<token>&interval=max&fidelity=60`
- * (≈ 31 days; `[]` for resolved markets) and the batch price reads
+ * Polymarket CLOB (docs/venues.md "What we call", §4a, §4b, §8 D2): the chart
+ * backfill `POST /batch-prices-history` (≤ 20 tokens; a single token
+ * `GET /prices-history?market=<token>&interval=max&fidelity=60`; ≈ 31 days,
+ * `[]` for resolved markets) and the batch price reads
  * `POST /midpoints`, `POST /spreads`, `POST /last-trades-prices`, at most
  * 500 tokens per request (501 → 400 "Payload exceeds the limit").
  */
@@ -27,6 +29,43 @@ interface ClobOptions {
 export async function getClobPriceHistory(opts: ClobOptions, yesTokenId: string): Promise<{ points: HistoryPoint[]; skipped: number }> {
   const url = buildUrl(opts.baseUrl, '/prices-history', { market: yesTokenId, interval: 'max', fidelity: 60 });
   return mapClobHistory(await requestJson<unknown>(url, opts.http));
+}
+
+/** docs/venues.md §8 D2: at most 20 tokens per `POST /batch-prices-history`. */
+export const CLOB_HISTORY_BATCH_LIMIT = 20;
+
+/**
+ * Chart backfill of several tokens (docs/venues.md "What we call"):
+ * `POST /batch-prices-history` `{"markets":[≤ 20 tokens],"interval":"max","fidelity":60}`,
+ * 20× fewer requests than one `GET /prices-history` per token; a single token
+ * takes the single route. Every asked token gets an entry (a token the venue
+ * left out has no points); a request that fails throws for its whole batch.
+ */
+export async function getClobPriceHistories(
+  opts: ClobOptions,
+  tokenIds: string[],
+): Promise<{ byToken: Map<string, HistoryPoint[]>; skipped: number }> {
+  const unique = [...new Set(tokenIds)];
+  if (unique.length === 1) {
+    const one = await getClobPriceHistory(opts, unique[0]);
+    return { byToken: new Map([[unique[0], one.points]]), skipped: one.skipped };
+  }
+  const byToken = new Map<string, HistoryPoint[]>();
+  let skipped = 0;
+  for (let i = 0; i < unique.length; i += CLOB_HISTORY_BATCH_LIMIT) {
+    const batch = unique.slice(i, i + CLOB_HISTORY_BATCH_LIMIT);
+    const url = buildUrl(opts.baseUrl, '/batch-prices-history');
+    const body = await requestJson<unknown>(url, { ...opts.http, method: 'POST', json: { markets: batch, interval: 'max', fidelity: 60 } });
+    let page: ReturnType<typeof mapClobBatchHistory>;
+    try {
+      page = mapClobBatchHistory(body);
+    } catch {
+      throw new UpstreamError('CLOB /batch-prices-history answered an unexpected shape', 200, url);
+    }
+    skipped += page.skipped;
+    for (const t of batch) byToken.set(t, page.byToken.get(t) ?? []);
+  }
+  return { byToken, skipped };
 }
 
 /** docs/venues.md §4b: the venue's cap per batch request. */

@@ -12,7 +12,10 @@ import type { GammaState } from './gamma.js';
  *   `/last-trades-prices`. The GET forms answer 400 `Invalid payload`.
  * - `GET /prices-history?market=<token>`: `{ history: [{ t, p }] }`, at most
  *   the last ≈ 31 days whatever `interval` asks, and `{"history":[]}` for a
- *   closed or resolved market below fidelity 720.
+ *   closed or resolved market below fidelity 720;
+ * - `POST /batch-prices-history` `{"markets":[…]}`: at most 20 tokens (more →
+ *   400), `{ history: { "<token>": [{ t, p }] } }` with the same points per
+ *   token, tokens without points left out (§8 D2).
  * Books come from the Gamma fake's markets (`bestBid`/`bestAsk`/
  * `lastTradePrice` of the token's market, mirrored for the second token),
  * overridden per token by `state.books`; so the catalogue and the CLOB agree.
@@ -40,6 +43,8 @@ export interface ClobState {
 
 export const CLOB_BATCH_LIMIT = 500;
 const HISTORY_DAYS = 31;
+/** docs/venues.md §8 D2: tokens per `POST /batch-prices-history`. */
+const HISTORY_BATCH_LIMIT = 20;
 
 const str = (n: number) => String(Math.round(n * 10_000) / 10_000);
 
@@ -134,21 +139,15 @@ export function serveClob(server: FakeServer, state: ClobState): void {
     };
   });
 
-  server.on('GET', '/prices-history', (req) => {
-    const market = req.query.get('market');
-    if (!market) return { status: 400, body: { error: 'market is required' } };
-    const interval = req.query.get('interval');
-    if (interval && (req.query.has('startTs') || req.query.has('endTs'))) {
-      return { status: 400, body: { error: 'interval and startTs/endTs are mutually exclusive' } };
-    }
-    const fidelityMin = Number(req.query.get('fidelity') ?? 1);
+  /** One token's history as the venue answers it (docs/venues.md §4a). */
+  const historyOf = (market: string, fidelityMin: number): Array<{ t: number; p: number }> => {
     const b = book(market);
     // Resolved/closed markets answer an empty history below fidelity 720 (docs/venues.md §4a).
-    if (b?.closed && fidelityMin < 720) return { body: { history: [] } };
+    if (b?.closed && fidelityMin < 720) return [];
     const now = Math.floor((state.now?.() ?? Date.now()) / 1000);
     const oldest = now - HISTORY_DAYS * 86_400;
     const given = state.history?.[market];
-    if (given) return { body: { history: given.filter((pt) => pt.t >= oldest) } };
+    if (given) return given.filter((pt) => pt.t >= oldest);
     const step = Math.max(1, fidelityMin) * 60;
     let seed = [...market].reduce((s, c) => (s * 31 + c.charCodeAt(0)) % 2147483647, 11);
     const rnd = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
@@ -160,6 +159,39 @@ export function serveClob(server: FakeServer, state: ClobState): void {
       if (t < oldest) break;
       history.unshift({ t, p: Math.round(p * 1000) / 1000 });
       p = Math.min(0.98, Math.max(0.02, p + (rnd() - 0.5) * 0.04));
+    }
+    return history;
+  };
+
+  server.on('GET', '/prices-history', (req) => {
+    const market = req.query.get('market');
+    if (!market) return { status: 400, body: { error: 'market is required' } };
+    const interval = req.query.get('interval');
+    if (interval && (req.query.has('startTs') || req.query.has('endTs'))) {
+      return { status: 400, body: { error: 'interval and startTs/endTs are mutually exclusive' } };
+    }
+    return { body: { history: historyOf(market, Number(req.query.get('fidelity') ?? 1)) } };
+  });
+
+  // docs/venues.md §8 D2: `{"markets":[≤ 20 tokens],"interval"?,"fidelity"?,"start_ts"?,"end_ts"?}` →
+  // `{"history":{"<token>":[{t,p}]}}`; a token without points is left out (`{"history":{}}` when none has any).
+  server.on('POST', '/batch-prices-history', (req) => {
+    const body = req.body as Record<string, unknown> | undefined;
+    const markets = body?.markets;
+    if (!Array.isArray(markets) || markets.length === 0 || !markets.every((m) => typeof m === 'string' && /^\d{1,100}$/.test(m))) {
+      return { status: 400, body: { error: 'markets is required: an array of token ids' } };
+    }
+    if (markets.length > HISTORY_BATCH_LIMIT) return { status: 400, body: { error: `markets: maximum ${HISTORY_BATCH_LIMIT}` } };
+    const interval = body?.interval;
+    if (interval !== undefined && (typeof interval !== 'string' || !['max', 'all', '1m', '1w', '1d', '6h', '1h'].includes(interval))) {
+      return { status: 400, body: { error: 'invalid interval' } };
+    }
+    const fidelity = body?.fidelity === undefined ? 1 : Number(body.fidelity);
+    if (!Number.isInteger(fidelity) || fidelity < 1) return { status: 400, body: { error: 'invalid fidelity' } };
+    const history: Record<string, Array<{ t: number; p: number }>> = {};
+    for (const m of markets as string[]) {
+      const points = historyOf(m, fidelity);
+      if (points.length > 0) history[m] = points;
     }
     return { body: { history } };
   });
