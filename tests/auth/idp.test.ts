@@ -170,6 +170,27 @@ describe('POST /api/v1/auth/idp with userinfo', () => {
     expectProblem(await postIdp(userinfoApp, 'stolen'), 401, 'INVALID_IDP_TOKEN');
   });
 
+  it('a provider that does not know the token (404, 410, JSON or not) is 401 INVALID_IDP_TOKEN, never 503', async () => {
+    fake.on('GET', '/userinfo-unknown', (req) => {
+      const auth = String(req.headers.authorization ?? '');
+      if (auth === 'Bearer html-404') return { status: 404, raw: '<html>Not Found</html>', headers: { 'content-type': 'text/html' } };
+      if (auth === 'Bearer json-404') return { status: 404, body: { error: 'token_not_found' } };
+      if (auth === 'Bearer gone') return { status: 410, raw: 'gone', headers: { 'content-type': 'text/plain' } };
+      if (auth === 'Bearer html-200') return { status: 200, raw: '<html>sign in</html>', headers: { 'content-type': 'text/html' } };
+      return { status: 500, raw: 'oops', headers: { 'content-type': 'text/plain' } };
+    });
+    const app = await buildTestApp({ IDP_USERINFO_URL: `${fake.url}/userinfo-unknown` }, { db: jwksApp.db });
+    try {
+      for (const t of ['html-404', 'json-404', 'gone', 'html-200']) {
+        expectProblem(await postIdp(app, t), 401, 'INVALID_IDP_TOKEN');
+      }
+      // A provider failing (5xx, HTML or not) stays 503.
+      expectProblem(await postIdp(app, 'boom'), 503, 'UNAVAILABLE');
+    } finally {
+      await app.close();
+    }
+  });
+
   it('the provider down or failing is 503 UNAVAILABLE, never 500', async () => {
     fake.down(true);
     try {

@@ -40,6 +40,9 @@ const TOKEN_ERRORS = new Set<string>([
  * before sending), so it is the caller's token that is wrong: 401, never 503
  * (docs/decisions.md §10.8).
  */
+/** Userinfo statuses that answer about the token itself: refused (400, 401, 403) or unknown (404, 410). */
+const IDP_REJECTS = new Set([400, 401, 403, 404, 410]);
+
 const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 /**
@@ -90,7 +93,13 @@ export function createIdpVerifier(config: Config): IdpVerifier {
           backoffMs: 200,
         });
       } catch (err) {
-        if (err instanceof UpstreamError && err.status !== undefined && [400, 401, 403].includes(err.status)) throw rejected();
+        // The provider answered about this token: 400/401/403 refuse it, 404/410 do not know it
+        // (whatever the body, JSON or not), and a 2xx whose body is not JSON identifies no account,
+        // like a JSON one without `sub` below (issue #34). Unreachable, timed out or 5xx: 503.
+        if (err instanceof UpstreamError && err.status !== undefined && IDP_REJECTS.has(err.status)) throw rejected();
+        if (err instanceof UpstreamError && err.status !== undefined && err.status >= 200 && err.status < 300) {
+          throw rejected('The identity provider did not identify an account');
+        }
         throw providerDown();
       }
       const sub = (info as { sub?: unknown } | null)?.sub;
