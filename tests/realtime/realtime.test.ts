@@ -233,6 +233,19 @@ describe('limits (docs/api-contract.md §8)', () => {
     const b = await connect(url);
     expect(await ack(b, 'subscribe', { channel: 'market:pm-rate' })).toEqual({ ok: true });
   });
+
+  it('counts unknown events against that budget and disconnects a socket that floods them (issue #34)', async () => {
+    const a = await connect(url);
+    const closed = new Promise<string>((resolve) => a.once('disconnect', (reason: string) => resolve(reason)));
+    const junk = 'x'.repeat(8 * 1024);
+    for (let i = 0; i < 2_000 && a.connected; i++) a.emit(`junk-${i}`, junk);
+    expect(await closed).toBe('io server disconnect');
+    // Unknown events spent the budget a subscribe would use: 20 of them leave 10 subscribes.
+    const b = await connect(url);
+    for (let i = 0; i < 20; i++) b.emit('nope', 1);
+    for (let i = 0; i < 10; i++) expect(await ack(b, 'subscribe', { channel: 'market:pm-rate' })).toEqual({ ok: true });
+    expect(await ack(b, 'subscribe', { channel: 'market:pm-rate' })).toMatchObject({ ok: false, error: { code: 'RATE_LIMITED' } });
+  });
 });
 
 describe('limits with their own apps', () => {

@@ -45,6 +45,9 @@ export interface ProtocolDeps {
 }
 
 const MINUTE = 60_000;
+
+/** Client events with a handler; any other event only spends the socket's message budget. */
+const HANDLED_EVENTS = new Set(['subscribe', 'unsubscribe', 'auth']);
 // setTimeout's ceiling; longer-lived tokens are re-armed when it fires.
 const MAX_TIMER_MS = 2_147_483_647;
 
@@ -255,6 +258,12 @@ export function createProtocol(deps: ProtocolDeps) {
     socket.on('subscribe', (...args: unknown[]) => guard(socket, 'subscribe', () => onChannelMessage(socket, 'subscribe', args)));
     socket.on('unsubscribe', (...args: unknown[]) => guard(socket, 'unsubscribe', () => onChannelMessage(socket, 'unsubscribe', args)));
     socket.on('auth', (...args: unknown[]) => guard(socket, 'auth', () => onAuth(socket, args)));
+    // An event we do not handle still costs the socket a message (issue #34: 2,000 unknown 8 KB
+    // events went unnoticed): it counts against the subscribe budget, and one past it disconnects.
+    socket.onAny((event: string) => {
+      if (HANDLED_EVENTS.has(event)) return;
+      if (window.hitSync(socket.id, MINUTE, o.maxMessagesPerMinute).current > o.maxMessagesPerMinute) socket.disconnect(true);
+    });
   }
 
   return {
