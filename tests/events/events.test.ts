@@ -495,3 +495,28 @@ describe('concurrent jobs', () => {
     expect(detail.markets.find((m: any) => m.id === 'pm-905001').yesPrice).toBe(0.7);
   });
 });
+
+describe('venue image URLs (issue #34)', () => {
+  it('stores only well-formed https images, normalised; anything else is none (the placeholder)', async () => {
+    const a = gammaEvent('16085')!;
+    const saved = { image: a.image, icon: a.icon };
+    // What GET /events answers comes from here (read directly: list responses are cached for a while).
+    const stored = async () =>
+      (await t.db.rows<{ image_url: string | null }>(sql`select image_url from event_groups where id = 'pm-16085'`))[0].image_url;
+    try {
+      const cases: Array<[string, string, string | null]> = [
+        ['https://x" onerror=alert(1)', 'javascript:alert(1)', null],
+        ['https://img.example/a.png" onerror="alert(1)', '', 'https://img.example/a.png%22%20onerror=%22alert(1)'],
+        ['http://img.example/a.png', 'https://IMG.example/icon.png', 'https://img.example/icon.png'],
+      ];
+      for (const [image, icon, expected] of cases) {
+        Object.assign(a, { image, icon });
+        expect(await t.app.jobs.run('events-sync')).toMatchObject({ ok: true });
+        expect(await stored()).toBe(expected);
+      }
+    } finally {
+      Object.assign(a, saved);
+      await t.app.jobs.run('events-sync');
+    }
+  });
+});

@@ -33,7 +33,7 @@ beforeAll(async () => {
     for (const p of ['DAY', 'WEEK', 'MONTH', 'ALL']) {
       const rows =
         c === 'POLITICS'
-          ? [{ proxyWallet: ALTO, userName: 'Alto Trader', vol: 5, pnl: 5 }]
+          ? [{ proxyWallet: ALTO, userName: 'Alto Trader', vol: 5, pnl: 5, profileImage: 'https://x" onerror=alert(1)' }]
           : [
               { proxyWallet: ALPINE, userName: 'Alpine', vol: 10, pnl: 900, profileImage: 'https://img.example/alpine.png' },
               { proxyWallet: ALPHA, userName: 'alphaDog', vol: 9, pnl: 800, verifiedBadge: true },
@@ -48,6 +48,11 @@ beforeAll(async () => {
   gamma.add({ proxyWallet: addr('nameless'), name: '', pseudonym: 'Alpine-Goat' });
   gamma.add({ proxyWallet: addr('account'), name: 'Signer Account' });
   gamma.addEoa(EOA, addr('account'));
+  // Issue #34: venue avatars reach clients' <img src> only as well-formed https URLs.
+  gamma.add({ proxyWallet: addr('xss-host'), name: 'Xss Host', profileImage: 'https://x" onerror=alert(1)' });
+  gamma.add({ proxyWallet: addr('xss-path'), name: 'Xss Path', profileImage: 'https://img.example/a.png" onerror="alert(1)' });
+  gamma.add({ proxyWallet: addr('xss-http'), name: 'Xss Http', profileImage: 'http://img.example/a.png' });
+  gamma.add({ proxyWallet: addr('xss-js'), name: 'Xss Js', profileImage: 'javascript:alert(1)//https://x' });
   gamma.addEoa(RANKED_EOA, ALPHA);
   for (let i = 0; i < 14; i++) gamma.add({ proxyWallet: addr(`many-${i}`), name: `Zeta ${i}` });
   t = await buildTestApp({ POLYMARKET_DATA_API_URL: data.url, POLYMARKET_GAMMA_API_URL: gammaServer.url }, { venueClients: FAST_VENUES });
@@ -89,6 +94,20 @@ describe('GET /api/v1/traders/search', () => {
       isKol: false,
       rank: null,
     });
+  });
+
+  it('passes venue avatars on only as normalised https URLs, else none (issue #34)', async () => {
+    const { traders } = (await search('xss')).json();
+    const by = new Map(traders.map((x: any) => [x.displayName, x.avatarUrl]));
+    expect(Object.fromEntries(by)).toEqual({
+      'Xss Host': null,
+      'Xss Path': 'https://img.example/a.png%22%20onerror=%22alert(1)',
+      'Xss Http': null,
+      'Xss Js': null,
+    });
+    // A leaderboard row's hostile image gives way to the identicon.
+    const alto = (await search('Alto')).json().traders.find((x: any) => x.walletAddress === ALTO);
+    expect(alto.avatarUrl).toMatch(/^https:\/\/api\.dicebear\.com\//);
   });
 
   it('matches our traders by address prefix too, and at most 10 in all', async () => {

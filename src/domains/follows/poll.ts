@@ -12,6 +12,7 @@ import {
   type NotifyDeps,
   type NotifyRequest,
 } from '../notifications/service.js';
+import { httpsUrl } from '../../lib/safe-url.js';
 
 /**
  * The follow poller (docs/decisions.md §18.3, §18.5; docs/venues.md "What we
@@ -188,12 +189,12 @@ async function settleChunk(deps: PollDeps, reads: TraderRead[], now: Date): Prom
   const traders = ok.map((r) => {
     const newest = r.rows.reduce<ActivityTrade | undefined>((a, x) => (a === undefined || x.timestamp > a.timestamp ? x : a), undefined);
     const named = r.rows.find((x) => x.name.trim() || x.pseudonym.trim());
-    const avatar = r.rows.find((x) => /^https?:\/\//.test(x.profile_image.trim()));
+    const avatar = r.rows.map((x) => httpsUrl(x.profile_image)).find((u) => u !== null);
     return {
       w: r.wallet,
       seen: newest?.timestamp ?? null,
       name: named ? named.name.trim() || named.pseudonym.trim() : null,
-      avatar: avatar?.profile_image.trim() ?? null,
+      avatar: avatar ?? null,
     };
   });
   const at = now.toISOString();

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { wireInt, wireNumber } from '../wire.js';
+import { httpsUrl } from '../../lib/safe-url.js';
 
 /**
  * Pure mapping from Polymarket Data API wire rows (docs/venues.md §1–2) to our
@@ -156,7 +157,7 @@ export interface TraderIdentity {
 export function mapIdentity(row: LeaderboardRow): TraderIdentity {
   const wallet = row.proxyWallet.toLowerCase();
   const name = row.userName.trim() || (row.xUsername.trim() ? `@${row.xUsername.trim().replace(/^@/, '')}` : '') || shortAddress(wallet);
-  const avatar = /^https?:\/\//.test(row.profileImage.trim()) ? row.profileImage.trim() : fallbackAvatar(wallet);
+  const avatar = httpsUrl(row.profileImage) ?? fallbackAvatar(wallet);
   return { walletAddress: wallet, displayName: name.slice(0, 200), avatarUrl: avatar, isKol: row.verifiedBadge };
 }
 

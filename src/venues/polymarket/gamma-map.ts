@@ -13,6 +13,7 @@ import {
   type MapResult,
   type MarketStatus,
 } from '../catalogue.js';
+import { httpsUrl } from '../../lib/safe-url.js';
 
 /**
  * Pure mapping of Gamma events (docs/venues.md §3, keyset listing and
@@ -251,10 +252,6 @@ export function polymarketCategory(tags: unknown[] | null | undefined, feeTypes:
   return best;
 }
 
-function isHttpUrl(s: string | null | undefined): s is string {
-  return typeof s === 'string' && /^https?:\/\/\S+$/.test(s) && s.length <= 2000;
-}
-
 /** One Gamma event with its nested markets → our group (docs/venues.md "What we call"). */
 export function mapGammaCatalogueEvent(raw: unknown): MapResult<CatalogueGroup> {
   const parsed = GammaCatalogueEventSchema.safeParse(raw);
@@ -318,7 +315,7 @@ export function mapGammaCatalogueEvent(raw: unknown): MapResult<CatalogueGroup> 
       description: e.description ?? '',
       category: polymarketCategory(e.tags, feeTypes),
       status,
-      imageUrl: isHttpUrl(e.image) ? e.image : isHttpUrl(e.icon) ? e.icon : null,
+      imageUrl: httpsUrl(e.image) ?? httpsUrl(e.icon),
       seriesTicker: null,
       createdAt: venueInstant(e.createdAt),
       markets,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { UpstreamError } from '../../lib/http.js';
 import { venueGet, type VenueClient } from '../clients.js';
+import { httpsUrl } from '../../lib/safe-url.js';
 
 /**
  * Polymarket Gamma trader lookup (docs/venues.md "What we call", §8 C1, C2):
@@ -38,7 +39,7 @@ function toProfile(p: z.infer<typeof ProfileSchema>): VenueProfile {
   return {
     walletAddress: p.proxyWallet.toLowerCase(),
     name: p.name,
-    avatarUrl: /^https?:\/\//.test(p.profileImage) ? p.profileImage : null,
+    avatarUrl: httpsUrl(p.profileImage),
     verified: p.verifiedBadge,
   };
 }
