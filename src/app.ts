@@ -21,7 +21,7 @@ import { metricsPlugin } from './plugins/metrics.js';
 import { overloadPlugin, type OverloadGuard, type OverloadOptions } from './plugins/overload.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { authPlugin } from './domains/auth/guard.js';
-import { docsPlugin } from './plugins/docs.js';
+import { docsPlugin, internalDocsRoutes } from './plugins/docs.js';
 import { healthRoutes } from './domains/health/plugin.js';
 import { authRoutes } from './domains/auth/plugin.js';
 import { internalAuthRoutes } from './domains/auth/internal-routes.js';
@@ -308,6 +308,7 @@ export async function buildApp(config: Config, overrides: BuildOverrides = {}): 
     await app.register(internalNotificationRoutes, { prefix: '/api/v1/internal' });
     await app.register(internalDeliveryRoutes, { prefix: '/api/v1/internal' });
     await app.register(internalAuthRoutes, { prefix: '/api/v1/internal' });
+    await app.register(internalDocsRoutes, { prefix: '/api/v1/internal' });
   }
 
   return app;

@@ -22,10 +22,41 @@ describe('OpenAPI', () => {
     expect(validator.version).toBe('3.1');
   });
 
+  it('lists no internal route publicly; the whole document is behind the internal token (issue #34)', async () => {
+    const pub = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json();
+    expect(Object.keys(pub.paths).filter((p) => p.includes('/internal'))).toEqual([]);
+    expect(pub.tags.map((x: { name: string }) => x.name)).not.toContain('internal');
+    expect(pub.components.securitySchemes.internalToken).toBeUndefined();
+    expect(JSON.stringify(pub)).not.toMatch(/INTERNAL_API_TOKEN|run-now|\/api\/v1\/internal/i);
+    const yaml = await t.app.inject({ method: 'GET', url: '/docs/yaml' });
+    expect(yaml.body).not.toContain('/api/v1/internal');
+
+    expect((await t.app.inject({ method: 'GET', url: '/api/v1/internal/openapi.json' })).statusCode).toBe(401);
+    const res = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/internal/openapi.json',
+      headers: { authorization: 'Bearer internal-token-internal-token' },
+    });
+    expect(res.statusCode).toBe(200);
+    const full = res.json();
+    expect(full.paths['/api/v1/internal/jobs/{name}'].post).toBeDefined();
+    expect(Object.keys(full.paths)).toEqual(expect.arrayContaining(Object.keys(pub.paths)));
+    expect(full.paths['/api/v1/internal/openapi.json']).toBeUndefined();
+    const result = await new Validator().validate(full);
+    expect(result.errors ?? []).toEqual([]);
+  });
+
   it('marks public routes with an empty security list and documents operations', async () => {
-    const doc = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json();
-    expect(doc.paths['/health/ready'].get.security).toEqual([]);
-    expect(doc.paths['/health/ready'].get.operationId).toBe('healthReady');
+    const pub = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json();
+    expect(pub.paths['/health/ready'].get.security).toEqual([]);
+    expect(pub.paths['/health/ready'].get.operationId).toBe('healthReady');
+    const doc = (
+      await t.app.inject({
+        method: 'GET',
+        url: '/api/v1/internal/openapi.json',
+        headers: { authorization: 'Bearer internal-token-internal-token' },
+      })
+    ).json();
     expect(doc.paths['/api/v1/internal/jobs/{name}'].post.security).toEqual([{ internalToken: [] }]);
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
     const responses = doc.paths['/api/v1/internal/jobs/{name}'].post.responses;
@@ -61,7 +92,12 @@ describe('OpenAPI', () => {
   });
 
   it('has no placeholder examples and no undescribed response; every JSON success has an example its schema accepts', async () => {
-    const res = await t.app.inject({ method: 'GET', url: '/docs/json' });
+    // The whole document (the public one is a part of it).
+    const res = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/internal/openapi.json',
+      headers: { authorization: 'Bearer internal-token-internal-token' },
+    });
     expect(res.body).not.toContain('9007199254740991');
     expect(res.body).not.toContain('Default Response');
     const doc = res.json();

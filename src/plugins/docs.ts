@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import fp from 'fastify-plugin';
+import type { FastifyPluginAsync } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
@@ -20,11 +21,45 @@ const STATUS_DESCRIPTIONS: Record<string, string> = {
 const DESCRIPTION = `Backend of the prediction-market trading platform.
 
 * Every route needs \`Authorization: Bearer <accessToken>\` unless its security list is empty (public). For local use, \`npm run token -- <address|userId>\` prints one to paste into "Authorize".
-* \`/api/v1/internal/*\` routes take \`Authorization: Bearer <INTERNAL_API_TOKEN>\` and exist only when that token is configured.
 * Every error is RFC 9457 problem details (\`application/problem+json\`) with a stable \`code\`.
 * Under overload any route but the health probes may answer 503 \`UNAVAILABLE\` with \`Retry-After\` at once, rather than queue the request.
 * Rate-limited routes answer 429 with \`Retry-After\` and \`RateLimit-Limit\`, \`RateLimit-Remaining\`, \`RateLimit-Reset\` (seconds).
 * Live updates: Socket.IO at \`/socket.io/\`, described by the AsyncAPI 3 document [/docs/asyncapi.json](/docs/asyncapi.json); the \`x-realtime\` section here lists each channel's events and their payload schemas.`;
+
+/** Said only in the internal document (issue #34: the public one lists no internal route). */
+const INTERNAL_NOTE =
+  '\n\nThis is the internal document: it adds the `/api/v1/internal/*` routes, which take `Authorization: Bearer <INTERNAL_API_TOKEN>` ' +
+  'and exist only when that token is configured. The public reference at `/docs/json` leaves them out.';
+
+const INTERNAL_PREFIX = '/api/v1/internal';
+
+/**
+ * The document /docs serves to anyone: every route but the internal ones
+ * (run-now, deliveries, beta keys, notifications from other services), their
+ * tag, their security scheme and the schemas only they use (issue #34). The
+ * whole document is GET /api/v1/internal/openapi.json, behind the internal token.
+ */
+export function publicDocument(full: Record<string, unknown>): Record<string, unknown> {
+  const doc = structuredClone(full);
+  doc.paths = Object.fromEntries(Object.entries((doc.paths ?? {}) as Json).filter(([p]) => !p.startsWith(INTERNAL_PREFIX)));
+  doc.tags = ((doc.tags ?? []) as Array<{ name: string }>).filter((t) => t.name !== 'internal');
+  const components = doc.components as Json | undefined;
+  const schemes = components?.securitySchemes as Json | undefined;
+  if (schemes) delete schemes.internalToken;
+  if (components?.schemas) {
+    const used = referencedSchemas(doc);
+    components.schemas = Object.fromEntries(Object.entries(components.schemas as Json).filter(([name]) => used.has(name)));
+  }
+  return doc;
+}
+
+/** The whole document, internal routes included: what other services and operators read. */
+function internalDocument(full: Record<string, unknown>): Record<string, unknown> {
+  const doc = structuredClone(full);
+  const info = doc.info as Json;
+  info.description = `${String(info.description)}${INTERNAL_NOTE}`;
+  return doc;
+}
 
 const PROBLEM_REF = { $ref: '#/components/schemas/Problem' };
 const RATE_LIMIT_HEADERS = {
@@ -252,7 +287,13 @@ export const docsPlugin = fp<DocsOptions>(
       },
       transformObject: (args) => finishDocument(jsonSchemaTransformObject(args) as Json) as never,
     });
-    await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+    await app.register(swaggerUi, {
+      routePrefix: '/docs',
+      staticCSP: true,
+      // /docs/json and /docs/yaml: the public document (no internal routes).
+      transformSpecification: (spec) => publicDocument(spec as Json),
+      transformSpecificationClone: false,
+    });
     if (opts.asyncapi) {
       const body = JSON.stringify(opts.asyncapi);
       app.get('/docs/asyncapi.json', { schema: { hide: true } }, (_request, reply) => {
@@ -262,3 +303,15 @@ export const docsPlugin = fp<DocsOptions>(
   },
   { name: 'docs', fastify: '5.x', dependencies: [] },
 );
+
+/** GET /api/v1/internal/openapi.json (registered only while INTERNAL_API_TOKEN is set): the whole document. */
+export const internalDocsRoutes: FastifyPluginAsync = async (app) => {
+  app.get(
+    '/openapi.json',
+    {
+      config: { internal: true },
+      schema: { hide: true },
+    },
+    async (_request, reply) => reply.type('application/json; charset=utf-8').send(internalDocument(app.swagger() as Json)),
+  );
+};
