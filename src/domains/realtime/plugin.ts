@@ -191,6 +191,7 @@ export const realtimePlugin = fp<RealtimePluginOptions>(
       registry,
       hub,
       verifyAccessToken: (token) => app.verifyAccessToken(token),
+      isRevoked: (sid) => app.sessionRevocations.isRevoked(sid),
       trustedProxies: app.trustedProxies,
       admitted: (socket) => pending.remove(socket.conn),
     });

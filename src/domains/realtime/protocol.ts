@@ -39,6 +39,8 @@ export interface ProtocolDeps {
   /** The users' streams served on `user:notifications`. */
   hub: UserStreams;
   verifyAccessToken(token: string): AuthUser & { exp: number };
+  /** Whether a session has ended (docs/decisions.md §10.6), asked again once a socket is registered. */
+  isRevoked(sid: string): boolean;
   trustedProxies: TrustedProxies;
   /** Called once a socket is admitted (it joins the namespace, so it is no longer a pending Engine.IO connection). */
   admitted(socket: RealtimeSocket): void;
@@ -113,6 +115,12 @@ export function createProtocol(deps: ProtocolDeps) {
       // The client left while we were counting it.
       registry.release(socket.id);
       throw refusal('UNAVAILABLE', 'The connection closed during the handshake');
+    }
+    // The session may have ended while the registry (Redis) was counting us: its revocation went
+    // to the sockets already connected, not to this one (issue #34). Check again, now registered.
+    if (user?.sid !== undefined && deps.isRevoked(user.sid)) {
+      registry.release(socket.id);
+      throw refusal('SESSION_REVOKED', 'The session of this access token has ended');
     }
     socket.conn.once('close', () => release(socket.id));
     deps.admitted(socket);
