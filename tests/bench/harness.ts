@@ -1,5 +1,4 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { freePort } from '../support/net.js';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -160,18 +159,6 @@ export interface BenchApp {
   close(): Promise<void>;
 }
 
-/** A loopback port that was free a moment ago (METRICS_PORT=0 means off, so the bench needs a real one). */
-function freeMetricsPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** The real app on a fresh database (PostgreSQL when DATABASE_URL is set), listening on loopback. */
 export async function startApp(env: Record<string, string> = {}, overrides: BuildOverrides = {}): Promise<BenchApp> {
   let db: DbHandle;
@@ -195,7 +182,7 @@ export async function startApp(env: Record<string, string> = {}, overrides: Buil
     JWT_SECRET: 'bench-secret-bench-secret-bench-secret-000',
     LOG_LEVEL: 'silent',
     // Measured as deployed: metrics on (docs/decisions.md §15.1); BENCH_METRICS=off measures without.
-    METRICS_PORT: process.env.BENCH_METRICS === 'off' ? '0' : String(await freeMetricsPort()),
+    METRICS_PORT: process.env.BENCH_METRICS === 'off' ? '0' : String(await freePort()),
     ...(REDIS_URL ? { REDIS_URL } : {}),
     ...env,
   });
@@ -396,8 +383,6 @@ export interface ChildServer {
   /** SIGTERM, then wait for the exit (a --cpu-prof profile is written on the way out). */
   close(): Promise<void>;
 }
-
-export { freePort };
 
 function stopChild(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {

@@ -12,7 +12,8 @@ import { startFakeDataApi } from '../fakes/venues/polymarket-data.js';
 import { startFakeMarketWs } from '../fakes/venues/market-ws.js';
 import { startFakeExpo } from '../fakes/expo.js';
 import { startFakeTelegram } from '../fakes/telegram.js';
-import { freePort, PG_URL, REDIS_URL, ROOT, treeCpuSeconds, type ChildServer } from './harness.js';
+import { freePort } from '../support/net.js';
+import { PG_URL, REDIS_URL, ROOT, treeCpuSeconds, type ChildServer } from './harness.js';
 
 /**
  * Issue 36: the service as an operator deploys it, for the "realistic" rows of

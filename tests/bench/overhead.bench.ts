@@ -8,11 +8,11 @@ import { createDb } from '../../src/db/index.js';
 import { runMigrations } from '../../src/db/migrate.js';
 import { startFakeVenues } from '../fakes/venues/index.js';
 import { generateGammaEvents } from '../fakes/venues/gamma.js';
+import { freePort } from '../support/net.js';
 import {
   capture,
   compareCpu,
   cpuTable,
-  freePort,
   PG_URL,
   REDIS_URL,
   ROOT,
