@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp, type TestApp } from './helpers/app.js';
 import { startOwnRedis, type OwnRedis } from './helpers/services.js';
-import { signIn, solanaWallet } from './auth/helpers.js';
+import { signIn, solanaWallet } from './support/users.js';
 
 describe('Redis down and back', () => {
   let redis: OwnRedis;

@@ -6,12 +6,13 @@ import { Redis } from 'ioredis';
 import { createTestDb } from './helpers/app.js';
 import { REDIS_URL } from './helpers/env.js';
 import { startServer, waitForExit, waitForHttp } from './helpers/server-process.js';
-import { freePort } from './helpers/services.js';
+import { freePort } from './support/net.js';
 import { loadSampleData, startFakeVenues, type FakeVenues } from './fakes/venues/index.js';
 import { gammaYesOf, setGammaYes } from './fakes/venues/prices.js';
 import { kalshiTrade } from './fakes/venues/kalshi-trades.js';
-import { solanaWallet } from './auth/helpers.js';
-import { ack, closeAll, connect, next, record, sleep, until } from './realtime/helpers.js';
+import { parseSetCookies, signIn, solanaWallet } from './support/users.js';
+import { ack, closeAll, connect, next, record, sleep } from './realtime/helpers.js';
+import { eventually } from './support/eventually.js';
 
 /**
  * Two real app processes (`node --import tsx src/server.ts`) on one
@@ -126,21 +127,14 @@ function expectRunsOrJobRunning(results: { status: number; text: string; json: a
 }
 
 /** A fresh Solana wallet signed in with a nonce from `issuer` and the signature posted to `verifier`. */
-async function signIn(issuer: Instance, verifier: Instance) {
+async function session(issuer: Instance, verifier: Instance) {
   const wallet = await solanaWallet();
   markers.push(wallet.address);
-  const ip = freshIp();
-  const nonce = await call(issuer, 'GET', `/api/v1/auth/wallet/nonce?chain=solana&address=${wallet.address}`, { ip });
-  expect(nonce.status, nonce.text).toBe(200);
-  const signature = await wallet.sign(nonce.json.nonce);
-  const res = await call(verifier, 'POST', '/api/v1/auth/wallet', {
-    ip,
-    body: { address: wallet.address, chain: 'solana', signature, nonce: nonce.json.nonce },
-  });
-  const setCookie = res.headers.getSetCookie().find((c) => c.startsWith('refresh_token='));
-  const refreshToken = setCookie?.slice('refresh_token='.length).split(';')[0];
-  if (res.status === 201) markers.push(res.json.user.id);
-  return { res, wallet, refreshToken, accessToken: res.json?.accessToken as string, userId: res.json?.user?.id as string };
+  const res = await signIn(issuer.url, wallet, { ip: freshIp(), verifier: verifier.url });
+  const refreshToken = parseSetCookies(res).refresh_token?.value;
+  const json = res.statusCode === 201 ? res.json() : undefined;
+  if (json) markers.push(json.user.id);
+  return { res, json, wallet, refreshToken, accessToken: json?.accessToken as string, userId: json?.user?.id as string };
 }
 
 beforeAll(async () => {
@@ -211,9 +205,9 @@ describe('two instances on one PostgreSQL and one Redis', () => {
   });
 
   it('verify on B a nonce issued by A (and each nonce only once across both)', async () => {
-    const s = await signIn(A, B);
-    expect(s.res.status, s.res.text).toBe(201);
-    expect(s.res.json.user).toMatchObject({ walletAddress: s.wallet.address, chain: 'solana' });
+    const s = await session(A, B);
+    expect(s.res.statusCode, s.res.body).toBe(201);
+    expect(s.json.user).toMatchObject({ walletAddress: s.wallet.address, chain: 'solana' });
     expect(s.refreshToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
     // The access token B signed is accepted by A.
     const me = await call(A, 'GET', '/api/v1/notifications', { headers: { authorization: `Bearer ${s.accessToken}` } });
@@ -228,8 +222,8 @@ describe('two instances on one PostgreSQL and one Redis', () => {
   });
 
   it('a refresh token rotated on A and reused on B revokes the family', async () => {
-    const s = await signIn(B, A);
-    expect(s.res.status, s.res.text).toBe(201);
+    const s = await session(B, A);
+    expect(s.res.statusCode, s.res.body).toBe(201);
     const rotated = await call(A, 'POST', '/api/v1/auth/refresh', { ip: freshIp(), body: { refreshToken: s.refreshToken } });
     expect(rotated.status, rotated.text).toBe(200);
     const successor = rotated.json.refreshToken as string;
@@ -278,8 +272,8 @@ describe('two instances on one PostgreSQL and one Redis', () => {
   });
 
   it('fires a price alert once when price-sync runs on both instances at once', async () => {
-    const s = await signIn(A, A);
-    expect(s.res.status, s.res.text).toBe(201);
+    const s = await session(A, A);
+    expect(s.res.statusCode, s.res.body).toBe(201);
     const auth = { authorization: `Bearer ${s.accessToken}` };
     const market = 'pm-702101';
     const before = (await call(B, 'GET', '/api/v1/events/nba-champion-2027')).json.markets.find((m: any) => m.id === market)
@@ -309,8 +303,8 @@ describe('two instances on one PostgreSQL and one Redis', () => {
   });
 
   it('fires a big-trade alert once when price-sync runs on both instances at once (docs/decisions.md §18.4)', async () => {
-    const s = await signIn(A, A);
-    expect(s.res.status, s.res.text).toBe(201);
+    const s = await session(A, A);
+    expect(s.res.statusCode, s.res.body).toBe(201);
     const auth = { authorization: `Bearer ${s.accessToken}` };
     const market = 'ks-KXFEDCHAIR-27-KW';
     const alert = await call(B, 'POST', '/api/v1/alerts', {
@@ -363,8 +357,8 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     expect(run.json, run.text).toMatchObject({ ok: true });
     expect(await update).toMatchObject({ marketId: market, yesPrice: price });
 
-    const s = await signIn(B, B);
-    expect(s.res.status, s.res.text).toBe(201);
+    const s = await session(B, B);
+    expect(s.res.statusCode, s.res.body).toBe(201);
     const userOnA = await connect(A.url, { token: s.accessToken, extraHeaders: { 'x-forwarded-for': freshIp() } });
     expect(await ack(userOnA, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true, seq: 0 });
     const note = next<any>(userOnA, 'notification', 10_000);
@@ -379,8 +373,8 @@ describe('two instances on one PostgreSQL and one Redis', () => {
   });
 
   it('keeps a user stream whole across instances (docs/decisions.md §12): a killed socket resumes on the other instance, badges agree', async () => {
-    const s = await signIn(A, B);
-    expect(s.res.status, s.res.text).toBe(201);
+    const s = await session(A, B);
+    expect(s.res.statusCode, s.res.body).toBe(201);
     const auth = { authorization: `Bearer ${s.accessToken}` };
     const STREAM = ['notification', 'notification:updated', 'notification:deleted', 'notifications:read-all'];
     type Seen = { event: string; seq: number; unreadCount: number; at: number };
@@ -435,7 +429,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     const all = Array.from({ length: N }, (_, i) => i + 1);
 
     // Badges: every device gets every event in order, the last within 1 s, and they agree.
-    await until(() => badges.every((b) => b.length >= N), 10_000);
+    await eventually(() => badges.every((b) => b.length >= N), 10_000);
     await sleep(300);
     for (const b of badges) {
       expect(b.map((e) => e.seq)).toEqual(all);
@@ -450,7 +444,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     expect(final.json.unreadCount).toBe(0);
 
     // The killed socket: what it saw before, then the resume on B: every event once, in order, none missing.
-    await until(() => after.length > 0 && after.at(-1)!.seq === N, 10_000);
+    await eventually(() => after.length > 0 && after.at(-1)!.seq === N, 10_000);
     expect(resumedAck).toMatchObject({ ok: true });
     expect(before.length).toBeGreaterThan(0);
     expect([...before, ...after].map((e) => e.seq)).toEqual(all);

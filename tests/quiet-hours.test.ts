@@ -4,7 +4,9 @@ import { messengerBindings, notificationDeliveries, pushDevices } from '../drizz
 import { buildTestApp, type TestApp } from './helpers/app.js';
 import { startFakeExpo, type FakeExpo } from './fakes/expo.js';
 import { startFakeTelegram, type FakeTelegram } from './fakes/telegram.js';
-import { createUser, expectProblemShape, recordPublishes } from './notifications/fixtures.js';
+import { recordPublishes } from './notifications/fixtures.js';
+import { createUser } from './support/users.js';
+import { expectProblem } from './support/problem.js';
 import { notify, type NotifyDeps } from '../src/domains/notifications/service.js';
 import { drainDeliveries } from '../src/domains/notifications/delivery.js';
 import { insideQuietHours, isTimeZone, localMinutes, releaseHeldDeliveries } from '../src/domains/notifications/quiet-hours.js';
@@ -153,7 +155,7 @@ describe('preferences', () => {
       { urgentTypes: ['order_filled', 'not_a_type'] },
       { urgentTypes: 'order_filled' },
     ]) {
-      const body = expectProblemShape(await putPrefs(u.auth, bad), 400, 'VALIDATION_ERROR');
+      const body = expectProblem(await putPrefs(u.auth, bad), 400, 'VALIDATION_ERROR');
       expect(body.errors?.length).toBeGreaterThan(0);
     }
     expect((await getPrefs(u.auth)).json()).toMatchObject({ quietHours: null, urgentTypes: [] });

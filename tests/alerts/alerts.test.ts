@@ -6,7 +6,9 @@ import { createDb, type DbHandle } from '../../src/db/index.js';
 import { checkPriceAlerts } from '../../src/domains/alerts/trigger.js';
 import type { PriceChange } from '../../src/domains/events/changes.js';
 import { onPostgres } from '../helpers/env.js';
-import { createMarket, createUser, expectProblemShape, recordPublishes } from '../notifications/fixtures.js';
+import { createMarket, recordPublishes } from '../notifications/fixtures.js';
+import { createUser } from '../support/users.js';
+import { expectProblem } from '../support/problem.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -76,10 +78,10 @@ describe('alert CRUD', () => {
       { ...good, condition: undefined },
       { ...good, extra: true },
     ]) {
-      expectProblemShape(await api('POST', '', u.auth, bad), 400, 'VALIDATION_ERROR');
+      expectProblem(await api('POST', '', u.auth, bad), 400, 'VALIDATION_ERROR');
     }
-    expectProblemShape(await api('POST', '', u.auth, { ...good, marketId: 'pm-does-not-exist' }), 404, 'NOT_FOUND');
-    expectProblemShape(await api('POST', '', {}, good), 401, 'UNAUTHORIZED');
+    expectProblem(await api('POST', '', u.auth, { ...good, marketId: 'pm-does-not-exist' }), 404, 'NOT_FOUND');
+    expectProblem(await api('POST', '', {}, good), 401, 'UNAUTHORIZED');
     expect((await api('GET', '', u.auth)).json().alerts).toEqual([]);
   });
 
@@ -101,7 +103,7 @@ describe('alert CRUD', () => {
       { active: 'yes' },
       { marketId: m.id },
     ]) {
-      expectProblemShape(await api('PUT', `/${a.id}`, u.auth, bad), 400, 'VALIDATION_ERROR');
+      expectProblem(await api('PUT', `/${a.id}`, u.auth, bad), 400, 'VALIDATION_ERROR');
     }
   });
 
@@ -111,14 +113,14 @@ describe('alert CRUD', () => {
     const m = await createMarket(t.app.db);
     const a = (await api('POST', '', owner.auth, { marketId: m.id, targetPrice: 0.4, condition: 'below', side: 'yes' })).json();
     for (const id of [a.id, '6a1e3b7c-0000-4000-8000-000000000001', 'nope']) {
-      expectProblemShape(await api('PUT', `/${id}`, other.auth, { targetPrice: 0.1 }), 404, 'NOT_FOUND');
-      expectProblemShape(await api('DELETE', `/${id}`, other.auth), 404, 'NOT_FOUND');
+      expectProblem(await api('PUT', `/${id}`, other.auth, { targetPrice: 0.1 }), 404, 'NOT_FOUND');
+      expectProblem(await api('DELETE', `/${id}`, other.auth), 404, 'NOT_FOUND');
     }
     expect((await api('GET', '', owner.auth)).json().alerts).toEqual([a]);
     const del = await api('DELETE', `/${a.id}`, owner.auth);
     expect(del.statusCode).toBe(204);
     expect(del.body).toBe('');
-    expectProblemShape(await api('DELETE', `/${a.id}`, owner.auth), 404, 'NOT_FOUND');
+    expectProblem(await api('DELETE', `/${a.id}`, owner.auth), 404, 'NOT_FOUND');
     expect((await api('GET', '', owner.auth)).json().alerts).toEqual([]);
   });
 });
@@ -132,17 +134,13 @@ describe('100 active alerts per user', () => {
       .values(Array.from({ length: 99 }, () => ({ userId: u.id, marketId: m.id, targetPrice: 0.5, condition: 'above', side: 'yes' })));
     const hundredth = await api('POST', '', u.auth, { marketId: m.id, targetPrice: 0.5, condition: 'above', side: 'yes' });
     expect(hundredth.statusCode).toBe(201);
-    expectProblemShape(
-      await api('POST', '', u.auth, { marketId: m.id, targetPrice: 0.5, condition: 'above', side: 'yes' }),
-      409,
-      'ALERT_LIMIT',
-    );
+    expectProblem(await api('POST', '', u.auth, { marketId: m.id, targetPrice: 0.5, condition: 'above', side: 'yes' }), 409, 'ALERT_LIMIT');
 
     expect((await api('PUT', `/${hundredth.json().id}`, u.auth, { active: false })).statusCode).toBe(200);
     const replacement = await api('POST', '', u.auth, { marketId: m.id, targetPrice: 0.6, condition: 'above', side: 'yes' });
     expect(replacement.statusCode).toBe(201);
     // Back at 100 active: reactivating the inactive one would make 101.
-    expectProblemShape(await api('PUT', `/${hundredth.json().id}`, u.auth, { active: true }), 409, 'ALERT_LIMIT');
+    expectProblem(await api('PUT', `/${hundredth.json().id}`, u.auth, { active: true }), 409, 'ALERT_LIMIT');
     // Editing an active alert at the limit is fine.
     expect((await api('PUT', `/${replacement.json().id}`, u.auth, { targetPrice: 0.7, active: true })).statusCode).toBe(200);
     const other = await createUser(t.app);

@@ -11,7 +11,9 @@ import { kalshiEvent, kalshiMarket, seriesRow } from '../fakes/venues/kalshi.js'
 import { kalshiTrade } from '../fakes/venues/kalshi-trades.js';
 import { startFakeDataApi, type FakeDataApi } from '../fakes/venues/polymarket-data.js';
 import { tradeRow } from '../fakes/venues/data-trades.js';
-import { createUser, expectProblemShape, recordPublishes } from '../notifications/fixtures.js';
+import { recordPublishes } from '../notifications/fixtures.js';
+import { createUser } from '../support/users.js';
+import { expectProblem } from '../support/problem.js';
 
 /**
  * Big-trade alerts (docs/decisions.md §18.4, §18.5) end to end: an alert made through the route,
@@ -145,7 +147,7 @@ describe('validation (§18.4)', () => {
     ];
     for (const [body, field] of bads) {
       const res = await api('POST', '', u.auth, body);
-      expectProblemShape(res, 400, 'VALIDATION_ERROR');
+      expectProblem(res, 400, 'VALIDATION_ERROR');
       expect(JSON.stringify(res.json().errors), JSON.stringify(body)).toContain(field);
     }
   });
@@ -154,8 +156,8 @@ describe('validation (§18.4)', () => {
     at(0);
     const u = await createUser(t.app);
     const crossing = await create(u.auth, { marketId: 'pm-902', condition: 'above', targetPrice: 0.6, side: 'no' });
-    expectProblemShape(await api('PUT', `/${crossing.id}`, u.auth, { condition: 'big_trade' }), 400, 'VALIDATION_ERROR');
-    expectProblemShape(
+    expectProblem(await api('PUT', `/${crossing.id}`, u.auth, { condition: 'big_trade' }), 400, 'VALIDATION_ERROR');
+    expectProblem(
       await api('PUT', `/${crossing.id}`, u.auth, { condition: 'big_trade', minUsd: 2000, side: 'yes' }),
       400,
       'VALIDATION_ERROR',
@@ -164,10 +166,10 @@ describe('validation (§18.4)', () => {
     expect(big.statusCode, big.body).toBe(200);
     expect(big.json()).toMatchObject({ condition: 'big_trade', minUsd: 2000, side: null, targetPrice: null });
     expect((await api('PUT', `/${crossing.id}`, u.auth, { minUsd: 3000 })).json()).toMatchObject({ minUsd: 3000 });
-    expectProblemShape(await api('PUT', `/${crossing.id}`, u.auth, { targetPrice: 0.5 }), 400, 'VALIDATION_ERROR');
-    expectProblemShape(await api('PUT', `/${crossing.id}`, u.auth, { minUsd: 500 }), 400, 'VALIDATION_ERROR');
+    expectProblem(await api('PUT', `/${crossing.id}`, u.auth, { targetPrice: 0.5 }), 400, 'VALIDATION_ERROR');
+    expectProblem(await api('PUT', `/${crossing.id}`, u.auth, { minUsd: 500 }), 400, 'VALIDATION_ERROR');
     // Back to a crossing alert: it needs targetPrice and side again, and drops minUsd.
-    expectProblemShape(await api('PUT', `/${crossing.id}`, u.auth, { condition: 'below', targetPrice: 0.3 }), 400, 'VALIDATION_ERROR');
+    expectProblem(await api('PUT', `/${crossing.id}`, u.auth, { condition: 'below', targetPrice: 0.3 }), 400, 'VALIDATION_ERROR');
     const back = await api('PUT', `/${crossing.id}`, u.auth, { condition: 'below', targetPrice: 0.3, side: 'yes' });
     expect(back.statusCode, back.body).toBe(200);
     expect(back.json()).toMatchObject({ condition: 'below', targetPrice: 0.3, side: 'yes', minUsd: null });

@@ -6,7 +6,7 @@ import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeVenues, type FakeVenues } from '../fakes/venues/index.js';
 import { gammaEvent, gammaMarket } from '../fakes/venues/gamma.js';
 import { setGammaYes } from '../fakes/venues/prices.js';
-import { createUser } from '../notifications/fixtures.js';
+import { createUser } from '../support/users.js';
 
 /**
  * docs/decisions.md §14.2–§14.3: every price-sync reading counts for move

@@ -6,7 +6,9 @@ import { createDb, type DbHandle } from '../../src/db/index.js';
 import { checkPriceAlerts } from '../../src/domains/alerts/trigger.js';
 import { applyReadings, writeTx } from '../../src/domains/events/store.js';
 import { onPostgres } from '../helpers/env.js';
-import { createMarket, createUser, expectProblemShape } from '../notifications/fixtures.js';
+import { createMarket } from '../notifications/fixtures.js';
+import { createUser } from '../support/users.js';
+import { expectProblem } from '../support/problem.js';
 
 /**
  * docs/decisions.md §14.2 (repeating alerts) and §14.3 (move alerts). Time is
@@ -120,7 +122,7 @@ describe('validation (§14.2, §14.3)', () => {
       { ...crossing, repeat: 'yes' },
       { ...crossing, triggerCount: 3 },
     ]) {
-      const body = expectProblemShape(await api('POST', '', u.auth, bad), 400, 'VALIDATION_ERROR');
+      const body = expectProblem(await api('POST', '', u.auth, bad), 400, 'VALIDATION_ERROR');
       expect(body.errors?.length, JSON.stringify(bad)).toBeGreaterThan(0);
     }
   });
@@ -143,7 +145,7 @@ describe('validation (§14.2, §14.3)', () => {
       { cooldownMinutes: 10_081 },
       { repeat: 1 },
     ]) {
-      expectProblemShape(await put(bad), 400, 'VALIDATION_ERROR');
+      expectProblem(await put(bad), 400, 'VALIDATION_ERROR');
     }
     expect((await put({ repeat: true, cooldownMinutes: 5 })).json()).toMatchObject({ repeat: true, cooldownMinutes: 5, targetPrice: 0.4 });
 
@@ -151,9 +153,9 @@ describe('validation (§14.2, §14.3)', () => {
     expect(toMoves.statusCode).toBe(200);
     expect(toMoves.json()).toMatchObject({ condition: 'moves', targetPrice: null, change: 0.1, windowMinutes: 30, repeat: true });
     expect((await put({ windowMinutes: 45 })).json()).toMatchObject({ change: 0.1, windowMinutes: 45 });
-    expectProblemShape(await put({ targetPrice: 0.5 }), 400, 'VALIDATION_ERROR');
-    expectProblemShape(await put({ condition: 'above' }), 400, 'VALIDATION_ERROR'); // no targetPrice to keep
-    expectProblemShape(await put({ change: null }), 400, 'VALIDATION_ERROR');
+    expectProblem(await put({ targetPrice: 0.5 }), 400, 'VALIDATION_ERROR');
+    expectProblem(await put({ condition: 'above' }), 400, 'VALIDATION_ERROR'); // no targetPrice to keep
+    expectProblem(await put({ change: null }), 400, 'VALIDATION_ERROR');
 
     const back = await put({ condition: 'above', targetPrice: 0.7 });
     expect(back.json()).toMatchObject({ condition: 'above', targetPrice: 0.7, change: null, windowMinutes: null, cooldownMinutes: 5 });

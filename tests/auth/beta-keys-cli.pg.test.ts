@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { createTestDb } from '../helpers/app.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { nextIp } from './helpers.js';
+import { nextIp } from '../support/users.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 let db: Awaited<ReturnType<typeof createTestDb>>;

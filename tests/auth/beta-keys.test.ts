@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { createBetaKeys, parseBetaKeysArgs, UsageError } from '../../src/cli/beta-keys.js';
-import { expectProblem, nextIp, parseSetCookies, signIn, solanaWallet } from './helpers.js';
+import { expectProblem } from '../support/problem.js';
+import { nextIp, parseSetCookies, signIn, solanaWallet } from '../support/users.js';
 
 let t: TestApp;
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { buildTestApp, createTestDb, type TestApp } from '../helpers/app.js';
-import { parseSetCookies, signIn, solanaWallet } from './helpers.js';
+import { parseSetCookies, signIn, solanaWallet } from '../support/users.js';
 
 /**
  * docs/decisions.md §10.2 on PostgreSQL, with real concurrency: an attacker

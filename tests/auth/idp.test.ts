@@ -6,7 +6,8 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import { getAddress } from 'viem';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeServer, type FakeServer } from '../fakes/server.js';
-import { evmWallet, expectProblem, nextIp, parseSetCookies, signIn } from './helpers.js';
+import { expectProblem } from '../support/problem.js';
+import { evmWallet, nextIp, parseSetCookies, signIn } from '../support/users.js';
 
 const ISSUER = 'https://id.example.com/';
 const AUDIENCE = 'predict-api';

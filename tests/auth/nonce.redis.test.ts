@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { evmWallet, expectProblem, getNonce, nextIp, postWallet, solanaWallet } from './helpers.js';
+import { expectProblem } from '../support/problem.js';
+import { evmWallet, getNonce, nextIp, postWallet, solanaWallet } from '../support/users.js';
 
 // Two instances of the service on one database and one Redis (same key prefix):
 // what a load balancer in front of several processes looks like.

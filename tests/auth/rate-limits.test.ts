@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { expectProblem, getNonce, nextIp, parseSetCookies, postWallet, signIn, solanaWallet } from './helpers.js';
+import { expectProblem } from '../support/problem.js';
+import { getNonce, nextIp, parseSetCookies, postWallet, signIn, solanaWallet } from '../support/users.js';
 
 let t: TestApp;
 beforeAll(async () => {

@@ -4,8 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb } from '../helpers/app.js';
 import { REDIS_URL } from '../helpers/env.js';
 import { startServer, waitForExit, waitForHttp } from '../helpers/server-process.js';
-import { freePort } from '../helpers/services.js';
-import { solanaWallet } from './helpers.js';
+import { freePort } from '../support/net.js';
+import { eventually } from '../support/eventually.js';
+import { signIn, solanaWallet, type Wallet } from '../support/users.js';
 import { closeAll, connect, next } from '../realtime/helpers.js';
 
 /**
@@ -57,26 +58,17 @@ async function call(i: Instance, method: string, path: string, opts: { token?: s
   return { status: res.status, json: text ? JSON.parse(text) : undefined, text };
 }
 
-async function signIn(on: Instance, wallet: Awaited<ReturnType<typeof solanaWallet>>) {
-  const ip = freshIp();
-  const n = await call(on, 'GET', `/api/v1/auth/wallet/nonce?chain=solana&address=${wallet.address}`, { ip });
-  expect(n.status, n.text).toBe(200);
-  const res = await call(on, 'POST', '/api/v1/auth/wallet', {
-    ip,
-    body: { address: wallet.address, chain: 'solana', nonce: n.json.nonce, signature: await wallet.sign(n.json.nonce) },
-  });
-  expect(res.status, res.text).toBe(201);
-  const accessToken = res.json.accessToken as string;
+async function session(on: Instance, wallet: Wallet) {
+  const res = await signIn(on.url, wallet, { ip: freshIp() });
+  expect(res.statusCode, res.body).toBe(201);
+  const accessToken = res.json().accessToken as string;
   return { accessToken, sid: JSON.parse(Buffer.from(accessToken.split('.')[1], 'base64url').toString()).sid as string };
 }
 
-/** Polls until `check` holds; returns how long it took after `since`. */
+/** How long after `since` it took until `check` held (it has 10 s). */
 async function within(since: number, check: () => Promise<boolean>): Promise<number> {
-  for (;;) {
-    if (await check()) return Date.now() - since;
-    if (Date.now() - since > 10_000) throw new Error('not within 10 s');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await eventually(check, { timeoutMs: 10_000 - (Date.now() - since), intervalMs: 50, what: 'within 10 s' });
+  return Date.now() - since;
 }
 
 beforeAll(async () => {
@@ -106,8 +98,8 @@ afterAll(async () => {
 describe('ending a session reaches every instance within 2 s', () => {
   it('ended on A: bearer requests on B get 401 SESSION_REVOKED and its socket on B is told and dropped; the other session lives', async () => {
     const wallet = await solanaWallet();
-    const ended = await signIn(A, wallet);
-    const kept = await signIn(B, wallet);
+    const ended = await session(A, wallet);
+    const kept = await session(B, wallet);
     expect((await call(B, 'GET', '/api/v1/notifications', { token: ended.accessToken })).status).toBe(200);
     const socket = await connect(B.url, { token: ended.accessToken, extraHeaders: { 'x-forwarded-for': freshIp() } });
     const keptSocket = await connect(B.url, { token: kept.accessToken, extraHeaders: { 'x-forwarded-for': freshIp() } });
@@ -139,7 +131,7 @@ describe('ending a session reaches every instance within 2 s', () => {
 
   it('logout on B reaches A', async () => {
     const wallet = await solanaWallet();
-    const s = await signIn(A, wallet);
+    const s = await session(A, wallet);
     const out = await call(B, 'POST', '/api/v1/auth/logout', { token: s.accessToken });
     expect(out.status).toBe(204);
     const ms = await within(
@@ -151,7 +143,7 @@ describe('ending a session reaches every instance within 2 s', () => {
 
   it('an instance started after the revocation still refuses the token (it catches up from Redis)', async () => {
     const wallet = await solanaWallet();
-    const s = await signIn(A, wallet);
+    const s = await session(A, wallet);
     expect((await call(A, 'POST', '/api/v1/auth/logout', { token: s.accessToken })).status).toBe(204);
     const db = await createTestDb();
     const dbUrl = db.url;

@@ -4,8 +4,10 @@ import { sql } from 'drizzle-orm';
 import { createSigner } from 'fast-jwt';
 import { buildTestApp, createTestDb, type TestApp } from '../helpers/app.js';
 import type { DbHandle } from '../../src/db/index.js';
-import { ack, closeAll, connect, listen, next, refusal, until } from '../realtime/helpers.js';
-import { expectProblem, parseSetCookies, signIn, solanaWallet, type Wallet } from './helpers.js';
+import { ack, closeAll, connect, listen, next, refusal } from '../realtime/helpers.js';
+import { eventually } from '../support/eventually.js';
+import { expectProblem } from '../support/problem.js';
+import { parseSetCookies, signIn, solanaWallet, type Wallet } from '../support/users.js';
 
 /** docs/decisions.md §10.4–§10.6 and §3.6: sessions you can see and end, and what ending reaches. */
 const SECRET = 'test-secret-test-secret-test-secret-0123456789';
@@ -35,7 +37,7 @@ const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 async function session(app = t.app, wallet?: Wallet, headers: Record<string, string> = {}) {
   const w = wallet ?? (await solanaWallet());
-  const res = await signIn(app, w, {}, headers);
+  const res = await signIn(app, w, { headers });
   expect(res.statusCode, res.body).toBe(201);
   const accessToken = res.json().accessToken as string;
   return {
@@ -240,7 +242,7 @@ describe('revocation reaches sockets (docs/decisions.md §10.6)', () => {
     const c = await session(t.app, w);
     expect((await end(c.accessToken, b.sid)).statusCode).toBe(204);
     expect(await gone).toBe('io server disconnect');
-    await until(() => !anon.connected);
+    await eventually(() => !anon.connected);
   });
 });
 

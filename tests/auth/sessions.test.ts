@@ -3,7 +3,8 @@ import { createHash, generateKeyPairSync } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { createSigner } from 'fast-jwt';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { evmWallet, expectProblem, parseSetCookies, signIn, solanaWallet } from './helpers.js';
+import { expectProblem } from '../support/problem.js';
+import { evmWallet, parseSetCookies, signIn, solanaWallet } from '../support/users.js';
 
 const SECRET = 'test-secret-test-secret-test-secret-0123456789';
 const NINETY_DAYS = 90 * 24 * 3600;

@@ -3,7 +3,8 @@ import { createSiweMessage, parseSiweMessage } from 'viem/siwe';
 import { buildTestApp, createTestDb, type TestApp } from '../helpers/app.js';
 import type { DbHandle } from '../../src/db/index.js';
 import { parseSignInMessage } from '../../src/domains/auth/wallet-message.js';
-import { evmWallet, expectProblem, nextIp, postWallet, solanaWallet, type Wallet } from './helpers.js';
+import { expectProblem } from '../support/problem.js';
+import { evmWallet, nextIp, postWallet, solanaWallet, type Wallet } from '../support/users.js';
 
 /** docs/decisions.md §10.7: domain-bound wallet messages (EIP-4361 and Sign-In With Solana). */
 const PAGE = 'https://app.example.com';

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { base58 } from '@scure/base';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { evmWallet, expectProblem, getNonce, nextIp, postWallet, signIn, solanaWallet } from './helpers.js';
+import { expectProblem } from '../support/problem.js';
+import { evmWallet, getNonce, nextIp, postWallet, signIn, solanaWallet } from '../support/users.js';
 
 let t: TestApp;
 let now = Date.now();
@@ -52,7 +53,7 @@ describe('GET /api/v1/auth/wallet/nonce', () => {
 describe('POST /api/v1/auth/wallet', () => {
   it('signs in with a Solana wallet end to end and the access token works on a bearer route', async () => {
     const w = await solanaWallet();
-    const res = await signIn(t.app, w, { referralCode: 'FRIEND1' });
+    const res = await signIn(t.app, w, { extra: { referralCode: 'FRIEND1' } });
     expect(res.statusCode, res.body).toBe(201);
     const body = res.json();
     expect(body.user).toEqual({ id: expect.any(String), walletAddress: w.address, chain: 'solana', username: null, avatarUrl: null });
@@ -94,8 +95,8 @@ describe('POST /api/v1/auth/wallet', () => {
 
   it('stores referralCode on first sign-up only', async () => {
     const w = await solanaWallet();
-    await signIn(t.app, w, { referralCode: 'FIRST' });
-    await signIn(t.app, w, { referralCode: 'SECOND' });
+    await signIn(t.app, w, { extra: { referralCode: 'FIRST' } });
+    await signIn(t.app, w, { extra: { referralCode: 'SECOND' } });
     const rows = await t.db.rows<{ referral_code: string | null }>(
       sql`select referral_code from users where wallet_address = ${w.address}`,
     );

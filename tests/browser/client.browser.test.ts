@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { build } from 'esbuild';
 import { chromium, type Browser } from 'playwright-core';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { freePort } from '../helpers/services.js';
+import { freePort } from '../support/net.js';
 
 /**
  * A real browser (Debian's Chromium through playwright-core) on a page served

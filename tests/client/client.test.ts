@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSigner } from 'fast-jwt';
 import type { FastifyInstance } from 'fastify';
-import { createApiClient, unwrap, ApiError, type TokenStorage } from '../../client/src/index.js';
+import { createApiClient, unwrap, ApiError } from '../../client/src/index.js';
+import { clientFetch, memoryStorage } from './helpers.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { solanaWallet, evmWallet } from '../auth/helpers.js';
+import { solanaWallet, evmWallet } from '../support/users.js';
 import { startFakeServer, type FakeServer } from '../fakes/server.js';
 
 const SECRET = 'test-secret-test-secret-test-secret-0123456789';
 const INTERNAL = 'internal-token-internal-token';
 let t: TestApp;
 let base: string;
-let ipCounter = 10;
 let idp: FakeServer;
 
 beforeAll(async () => {
@@ -29,20 +29,6 @@ afterAll(async () => {
   await t?.close();
   await idp?.close();
 });
-
-/** fetch as one client machine (its own IP for the per-IP limits), counting refresh calls. */
-function clientFetch() {
-  const ip = `198.51.100.${ipCounter++}`;
-  const calls = { refresh: 0 };
-  const f: typeof fetch = (input, init) => {
-    const req = new Request(input, init);
-    if (new URL(req.url).pathname === '/api/v1/auth/refresh') calls.refresh++;
-    const headers = new Headers(req.headers);
-    headers.set('x-forwarded-for', ip);
-    return fetch(new Request(req, { headers }));
-  };
-  return { fetch: f, calls };
-}
 
 /** A browser's cookie jar, for cookie mode under Node. */
 function withCookieJar(inner: typeof fetch) {
@@ -68,18 +54,6 @@ function withCookieJar(inner: typeof fetch) {
     return res;
   };
   return { fetch: f, jar };
-}
-
-function memoryStorage(): TokenStorage & { value: string | null } {
-  return {
-    value: null,
-    get() {
-      return this.value;
-    },
-    set(v) {
-      this.value = v;
-    },
-  };
 }
 
 const expired = (user: { id: string; walletAddress: string; chain: string }) =>

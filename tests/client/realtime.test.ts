@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSigner } from 'fast-jwt';
-import { createApiClient, userChannel as clientUserChannel, type Realtime } from '../../client/src/index.js';
+import { userChannel as clientUserChannel, type Realtime } from '../../client/src/index.js';
 import { buildTestApp, createTestDb, type TestApp } from '../helpers/app.js';
-import { solanaWallet } from '../auth/helpers.js';
+import { signedInClient } from './helpers.js';
+import { eventually } from '../support/eventually.js';
 import type { DbHandle } from '../../src/db/index.js';
 import { marketChannel, userChannel, userNotificationsChannel } from '../../src/domains/realtime/channels.js';
 import { marketUpdate, notificationMessage } from '../realtime/helpers.js';
@@ -30,46 +31,9 @@ afterAll(async () => {
   await db?.close();
 });
 
-function waitFor<T>(fn: () => T | undefined, timeoutMs = 15_000): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const tick = () => {
-      const v = fn();
-      if (v !== undefined) return resolve(v);
-      if (Date.now() - started > timeoutMs) return reject(new Error('timed out'));
-      setTimeout(tick, 50);
-    };
-    tick();
-  });
-}
-
-let ip = 40;
-async function signedInClient() {
-  const ipAddr = `203.0.113.${ip++}`;
-  const f: typeof fetch = (input, init) => {
-    const req = new Request(input, init);
-    const headers = new Headers(req.headers);
-    headers.set('x-forwarded-for', ipAddr);
-    return fetch(new Request(req, { headers }));
-  };
-  const storage = {
-    v: null as string | null,
-    get() {
-      return this.v;
-    },
-    set(x: string | null) {
-      this.v = x;
-    },
-  };
-  const c = createApiClient({ baseUrl: `http://127.0.0.1:${port}`, mode: 'token', storage, fetch: f });
-  const wallet = await solanaWallet();
-  const user = await c.session.signInWithWallet({ address: wallet.address, chain: 'solana', signMessage: wallet.sign });
-  return { c, user };
-}
-
 describe('client realtime helper', () => {
   it('subscribes with acks and receives its own notifications', async () => {
-    const { c, user } = await signedInClient();
+    const { c, user } = await signedInClient(`http://127.0.0.1:${port}`);
     const live = c.realtime({ socketOptions: { reconnectionDelay: 200, reconnectionDelayMax: 500 } });
     open.push(live);
     const got: unknown[] = [];
@@ -80,12 +44,12 @@ describe('client realtime helper', () => {
       error: { code: expect.any(String) },
     });
     t.app.publish(userNotificationsChannel(user.id), 'notification', notificationMessage('n1', { title: 'Hi' }));
-    await waitFor(() => (got.length ? got : undefined));
+    await eventually(() => got.length, 15_000);
     expect(got[0]).toMatchObject({ id: 'n1' });
   });
 
   it('survives a token expiry: refreshes, re-authenticates and resubscribes to private channels', async () => {
-    const { c, user } = await signedInClient();
+    const { c, user } = await signedInClient(`http://127.0.0.1:${port}`);
     // A token that expires in 7 s: the server warns 5 s before, i.e. after ~2 s.
     const shortLived = createSigner({ key: SECRET, algorithm: 'HS256', expiresIn: 7_000 })({
       sub: user.id,
@@ -98,36 +62,36 @@ describe('client realtime helper', () => {
     let expiredSeen = 0;
     live.on('auth:expired', () => expiredSeen++);
     expect(await live.subscribe(clientUserChannel(user.id))).toEqual({ ok: true });
-    await waitFor(() => (expiredSeen > 0 ? true : undefined), 10_000);
-    await waitFor(() => (c.session.token !== shortLived ? true : undefined));
+    await eventually(() => expiredSeen > 0, 10_000);
+    await eventually(() => c.session.token !== shortLived, 15_000);
     const got: unknown[] = [];
     // No event is defined on user:<id> yet: listen on the raw socket and drive the bus publish() wraps.
     live.socket.on('portfolio:update', (p: unknown) => got.push(p));
     // Resubscribed after re-auth: a publish on the private channel arrives.
-    await waitFor(() => {
+    await eventually(() => {
       t.app.bus.emit('publish', { channel: userChannel(user.id), event: 'portfolio:update', payload: { v: 1 } });
-      return got.length ? true : undefined;
-    });
+      return got.length > 0;
+    }, 15_000);
     expect(got[0]).toEqual({ v: 1 });
   }, 30_000);
 
   it('survives a server restart: reconnects and resubscribes', async () => {
-    const { c } = await signedInClient();
+    const { c } = await signedInClient(`http://127.0.0.1:${port}`);
     const live = c.realtime({ socketOptions: { reconnectionDelay: 200, reconnectionDelayMax: 500 } });
     open.push(live);
     expect(await live.subscribe('market:pm-restart')).toEqual({ ok: true });
     let disconnects = 0;
     live.socket.on('disconnect', () => disconnects++);
     await t.close();
-    await waitFor(() => (disconnects > 0 ? true : undefined));
+    await eventually(() => disconnects > 0, 15_000);
     t = await startOn(port);
-    await waitFor(() => (live.socket.connected ? true : undefined));
+    await eventually(() => live.socket.connected, 15_000);
     const got: unknown[] = [];
     live.on('market:update', (u) => got.push(u));
-    await waitFor(() => {
+    await eventually(() => {
       t.app.publish(marketChannel('pm-restart'), 'market:update', marketUpdate('pm-restart', 0.5));
-      return got.length ? true : undefined;
-    });
+      return got.length > 0;
+    }, 15_000);
     expect(got[0]).toMatchObject({ marketId: 'pm-restart' });
   }, 30_000);
 });

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSigner } from 'fast-jwt';
-import { createApiClient, type Realtime, type RealtimeEvents } from '../../client/src/index.js';
+import { type Realtime, type RealtimeEvents } from '../../client/src/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { solanaWallet } from '../auth/helpers.js';
+import { signedInClient } from './helpers.js';
+import { eventually } from '../support/eventually.js';
 
 /**
  * The client's side of docs/decisions.md §12: it remembers the last `seq` of
@@ -27,38 +28,6 @@ afterAll(async () => {
   await t?.close();
 });
 
-function waitFor<T>(fn: () => T | undefined, timeoutMs = 15_000): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const tick = () => {
-      const v = fn();
-      if (v !== undefined) return resolve(v);
-      if (Date.now() - started > timeoutMs) return reject(new Error('timed out'));
-      setTimeout(tick, 25);
-    };
-    tick();
-  });
-}
-
-let ip = 80;
-/** A signed-in client; `slowRefresh` holds every token refresh for that long (ms). */
-async function signedInClient(slowRefresh = 0) {
-  const ipAddr = `203.0.113.${ip++}`;
-  const f: typeof fetch = async (input, init) => {
-    const req = new Request(input, init);
-    if (slowRefresh && req.url.includes('/auth/refresh')) await new Promise((r) => setTimeout(r, slowRefresh));
-    const headers = new Headers(req.headers);
-    headers.set('x-forwarded-for', ipAddr);
-    return fetch(new Request(req, { headers }));
-  };
-  let stored: string | null = null;
-  const storage = { get: () => stored, set: (v: string | null) => void (stored = v) };
-  const c = createApiClient({ baseUrl: `http://127.0.0.1:${port}`, mode: 'token', storage, fetch: f });
-  const wallet = await solanaWallet();
-  const user = await c.session.signInWithWallet({ address: wallet.address, chain: 'solana', signMessage: wallet.sign });
-  return { c, user };
-}
-
 async function raise(userId: string) {
   const res = await t.app.inject({
     method: 'POST',
@@ -81,14 +50,14 @@ function listen(live: Realtime) {
 
 describe('client: the notifications stream resumes by itself', () => {
   it('after a dropped connection, with the last seq it saw: every missed event once, in order', async () => {
-    const { c, user } = await signedInClient();
+    const { c, user } = await signedInClient(`http://127.0.0.1:${port}`);
     const live = c.realtime();
     open.push(live);
     const got = listen(live);
     expect(await live.subscribe('user:notifications')).toEqual({ ok: true, seq: 0 });
     const first = await raise(user.id);
     await raise(user.id);
-    await waitFor(() => (got.length === 2 ? true : undefined));
+    await eventually(() => got.length === 2, 15_000);
 
     // The network drops; changes happen while the client is away; then it comes back.
     live.socket.io.reconnection(false);
@@ -105,7 +74,7 @@ describe('client: the notifications stream resumes by itself', () => {
     live.socket.io.reconnection(true);
     live.socket.connect();
 
-    await waitFor(() => (got.length === 5 ? true : undefined));
+    await eventually(() => got.length === 5, 15_000);
     expect(got).toEqual([
       ['notification', 1],
       ['notification', 2],
@@ -115,13 +84,13 @@ describe('client: the notifications stream resumes by itself', () => {
     ]);
     expect(live.notificationsSeq).toBe(5);
     await raise(user.id);
-    await waitFor(() => (got.length === 6 ? true : undefined));
+    await eventually(() => got.length === 6, 15_000);
     expect(got[5]).toEqual(['notification', 6]);
   }, 30_000);
 
   it('after auth:expired → auth, with the last seq it saw', async () => {
     // The refresh takes 1.5 s: events raised meanwhile are missed live and must be replayed.
-    const { c, user } = await signedInClient(1_500);
+    const { c, user } = await signedInClient(`http://127.0.0.1:${port}`, { slowRefresh: 1_500 });
     const shortLived = createSigner({ key: SECRET, algorithm: 'HS256', expiresIn: 7_000 })({
       sub: user.id,
       walletAddress: user.walletAddress,
@@ -135,17 +104,17 @@ describe('client: the notifications stream resumes by itself', () => {
     live.on('auth:expired', () => expired++);
     expect(await live.subscribe('user:notifications')).toEqual({ ok: true, seq: 0 });
     await raise(user.id);
-    await waitFor(() => (got.length === 1 ? true : undefined));
-    await waitFor(() => (expired > 0 ? true : undefined), 10_000);
+    await eventually(() => got.length === 1, 15_000);
+    await eventually(() => expired > 0, 10_000);
     await raise(user.id);
     await raise(user.id);
-    await waitFor(() => (got.length === 3 ? true : undefined));
+    await eventually(() => got.length === 3, 15_000);
     expect(got.map(([, seq]) => seq)).toEqual([1, 2, 3]);
     expect(c.session.token).not.toBe(shortLived);
   }, 30_000);
 
   it('tells the app to reload with notifications:reset when the stream cannot be resumed, then continues', async () => {
-    const { c, user } = await signedInClient();
+    const { c, user } = await signedInClient(`http://127.0.0.1:${port}`);
     const live = c.realtime();
     open.push(live);
     const got = listen(live);
@@ -156,7 +125,7 @@ describe('client: the notifications stream resumes by itself', () => {
     expect(resets).toEqual([{ seq: 0 }]);
     expect(live.notificationsSeq).toBe(0);
     await raise(user.id);
-    await waitFor(() => (got.length === 1 ? true : undefined));
+    await eventually(() => got.length === 1, 15_000);
     expect(got).toEqual([['notification', 1]]);
   }, 30_000);
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { loadSampleData, startFakeVenues, type FakeVenues } from '../fakes/venues/index.js';
-import { createUser } from '../notifications/fixtures.js';
+import { createUser } from '../support/users.js';
 import { expectProblem } from '../support/problem.js';
 
 let venues: FakeVenues;

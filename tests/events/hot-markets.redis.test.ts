@@ -3,7 +3,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, createTestDb, type TestApp } from '../helpers/app.js';
 import type { DbHandle } from '../../src/db/index.js';
 import type { MarketUpdate } from '../../src/domains/realtime/schemas.js';
-import { ack, closeAll, connect, listen, next, until } from '../realtime/helpers.js';
+import { ack, closeAll, connect, listen, next } from '../realtime/helpers.js';
+import { eventually } from '../support/eventually.js';
 import { startFakeMarketWs, type FakeMarketWs } from '../fakes/venues/market-ws.js';
 import { createPolymarketMarket, FAKE_PING_DEADLINE_MS, FAST, WITHIN } from './hot-markets-helpers.js';
 
@@ -47,14 +48,14 @@ describe('hot markets on several instances sharing Redis', () => {
     const prefix = `pbtest:${randomBytes(5).toString('hex')}:`;
     const a = await instance(prefix);
     const b = await instance(prefix);
-    await until(() => a.t.app.hotMarkets.isHolder() !== b.t.app.hotMarkets.isHolder(), 5_000);
+    await eventually(() => a.t.app.hotMarkets.isHolder() !== b.t.app.hotMarkets.isHolder(), 5_000);
     const [holder, other] = a.t.app.hotMarkets.isHolder() ? [a, b] : [b, a];
 
     // A market whose only subscriber is on the instance without the sockets still goes hot.
     const m = await createPolymarketMarket(db, { yesPrice: 0.5 });
     const onOther = await subscriber(other.url, m.id);
     expect(await holder.t.app.hotMarkets.subscribedMarketIds()).toContain(m.id);
-    await until(() => fake.subscribed().has(m.token), 10_000);
+    await eventually(() => fake.subscribed().has(m.token), 10_000);
     const onHolder = await subscriber(holder.url, m.id);
 
     const updates = [next<MarketUpdate>(onOther, 'market:update', WITHIN), next<MarketUpdate>(onHolder, 'market:update', WITHIN)];
@@ -73,17 +74,17 @@ describe('hot markets on several instances sharing Redis', () => {
     const prefix = `pbtest:${randomBytes(5).toString('hex')}:`;
     const a = await instance(prefix);
     const b = await instance(prefix);
-    await until(() => a.t.app.hotMarkets.isHolder() !== b.t.app.hotMarkets.isHolder(), 5_000);
+    await eventually(() => a.t.app.hotMarkets.isHolder() !== b.t.app.hotMarkets.isHolder(), 5_000);
     const [holder, other] = a.t.app.hotMarkets.isHolder() ? [a, b] : [b, a];
     const m = await createPolymarketMarket(db, { yesPrice: 0.5 });
     const s = await subscriber(other.url, m.id);
-    await until(() => fake.subscribed().has(m.token), 10_000);
+    await eventually(() => fake.subscribed().has(m.token), 10_000);
     const accepted = fake.accepted();
 
     await holder.t.close();
     apps.splice(apps.indexOf(holder.t), 1);
-    await until(() => other.t.app.hotMarkets.isHolder(), 5_000);
-    await until(() => fake.accepted() > accepted && fake.subscribed().has(m.token), 10_000);
+    await eventually(() => other.t.app.hotMarkets.isHolder(), 5_000);
+    await eventually(() => fake.accepted() > accepted && fake.subscribed().has(m.token), 10_000);
     const update = next<MarketUpdate>(s, 'market:update', WITHIN);
     fake.priceChange(m.token, { bid: 0.2, ask: 0.22 });
     expect((await update).yesPrice).toBe(0.21);
@@ -99,6 +100,6 @@ describe('hot markets on several instances sharing Redis', () => {
     await subscriber(b.url, m.id);
     expect(await a.t.app.hotMarkets.subscribedMarketIds()).toContain(m.id);
     closeAll();
-    await until(async () => !(await a.t.app.hotMarkets.subscribedMarketIds()).includes(m.id), 5_000);
+    await eventually(async () => !(await a.t.app.hotMarkets.subscribedMarketIds()).includes(m.id), 5_000);
   });
 });

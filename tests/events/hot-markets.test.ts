@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { ack, closeAll, connect, listen, next, record, until, type Client } from '../realtime/helpers.js';
+import { ack, closeAll, connect, listen, next, record, type Client } from '../realtime/helpers.js';
+import { eventually } from '../support/eventually.js';
 import { startFakeMarketWs, type FakeMarketWs } from '../fakes/venues/market-ws.js';
 import { createPolymarketMarket, FAKE_PING_DEADLINE_MS, FAST, WITHIN, storedMarket } from './hot-markets-helpers.js';
 import type { MarketUpdate } from '../../src/domains/realtime/schemas.js';
@@ -40,7 +41,7 @@ describe('hot markets on one instance', () => {
     expect(fake.subscribed().has(m.token)).toBe(false);
     await subscribe(m.id);
     expect(await t.app.hotMarkets.subscribedMarketIds()).toContain(m.id);
-    await until(() => fake.subscribed().has(m.token), 10_000);
+    await eventually(() => fake.subscribed().has(m.token), 10_000);
     expect(t.app.hotMarkets.isHolder()).toBe(true);
     expect(fake.violations).toEqual([]);
   });
@@ -48,12 +49,12 @@ describe('hot markets on one instance', () => {
   it('stores a venue change and publishes market:update within 2 s', async () => {
     const m = await createPolymarketMarket(t.db, { yesPrice: 0.5 });
     const s = await subscribe(m.id);
-    await until(() => fake.subscribed().has(m.token), 10_000);
+    await eventually(() => fake.subscribed().has(m.token), 10_000);
     const update = next<MarketUpdate>(s, 'market:update', WITHIN);
     fake.priceChange(m.token, { bid: 0.6, ask: 0.62 });
     expect(await update).toMatchObject({ marketId: m.id, yesPrice: 0.61, volume: 1234 });
     // Published first, stored right after (the same flush).
-    await until(async () => (await storedMarket(t.db, m.id)).yes_price === 0.61);
+    await eventually(async () => (await storedMarket(t.db, m.id)).yes_price === 0.61);
     const row = await storedMarket(t.db, m.id);
     expect(row.price_updated_at).not.toBeNull();
     expect(row.points).toBe(1);
@@ -67,12 +68,12 @@ describe('hot markets on one instance', () => {
   it('publishes nothing when the displayed price does not change', async () => {
     const m = await createPolymarketMarket(t.db, { yesPrice: 0.5 });
     const s = await subscribe(m.id);
-    await until(() => fake.subscribed().has(m.token), 10_000);
+    await eventually(() => fake.subscribed().has(m.token), 10_000);
     const seen = record(s, 'market:update');
     fake.priceChange(m.token, { bid: 0.49, ask: 0.51 }); // midpoint 0.5: what is stored
     const marker = await createPolymarketMarket(t.db);
     const ms = await subscribe(marker.id);
-    await until(() => fake.subscribed().has(marker.token), 10_000);
+    await eventually(() => fake.subscribed().has(marker.token), 10_000);
     const markerUpdate = next(ms, 'market:update', WITHIN);
     fake.priceChange(marker.token, { bid: 0.7, ask: 0.72 });
     await markerUpdate;
@@ -82,14 +83,14 @@ describe('hot markets on one instance', () => {
   it('resubscribes after a dropped and after a frozen connection, and keeps publishing', async () => {
     const m = await createPolymarketMarket(t.db, { yesPrice: 0.5 });
     const s = await subscribe(m.id);
-    await until(() => fake.subscribed().has(m.token), 10_000);
+    await eventually(() => fake.subscribed().has(m.token), 10_000);
     const before = fake.accepted();
     fake.drop();
-    await until(() => fake.accepted() > before && fake.subscribed().has(m.token), 30_000);
+    await eventually(() => fake.accepted() > before && fake.subscribed().has(m.token), 30_000);
     const afterDrop = fake.accepted();
     fake.freeze();
     expect(fake.subscribed().has(m.token)).toBe(false);
-    await until(() => fake.accepted() > afterDrop && fake.subscribed().has(m.token), 30_000);
+    await eventually(() => fake.accepted() > afterDrop && fake.subscribed().has(m.token), 30_000);
     const update = next<MarketUpdate>(s, 'market:update', WITHIN);
     fake.priceChange(m.token, { bid: 0.3, ask: 0.32 });
     expect((await update).yesPrice).toBe(0.31);
@@ -100,12 +101,12 @@ describe('hot markets on one instance', () => {
     const m = await createPolymarketMarket(t.db);
     const a = await subscribe(m.id);
     const b = await subscribe(m.id);
-    await until(() => fake.subscribed().has(m.token), 10_000);
+    await eventually(() => fake.subscribed().has(m.token), 10_000);
     expect(await ack(a, 'unsubscribe', { channel: `market:${m.id}` })).toEqual({ ok: true });
     expect(await t.app.hotMarkets.subscribedMarketIds()).toContain(m.id);
     b.close();
-    await until(async () => !(await t.app.hotMarkets.subscribedMarketIds()).includes(m.id));
-    await until(() => !fake.subscribed().has(m.token), 90_000);
+    await eventually(async () => !(await t.app.hotMarkets.subscribedMarketIds()).includes(m.id));
+    await eventually(() => !fake.subscribed().has(m.token), 90_000);
   });
 
   it('follows only open Polymarket markets with a YES token', async () => {
@@ -116,7 +117,7 @@ describe('hot markets on one instance', () => {
     await subscribe(closed.id);
     await subscribe('pm-not-a-market');
     await subscribe(open.id);
-    await until(() => fake.subscribed().has(open.token), 10_000);
+    await eventually(() => fake.subscribed().has(open.token), 10_000);
     expect(fake.subscribed().has(closed.token)).toBe(false);
     expect(await t.app.hotMarkets.subscribedMarketIds()).toEqual(expect.arrayContaining([kalshi.id, closed.id, open.id]));
   });

@@ -4,7 +4,7 @@ import { startFakeVenues, type FakeVenues } from '../fakes/venues/index.js';
 import { gammaEvent, gammaMarket } from '../fakes/venues/gamma.js';
 import { kalshiEvent, kalshiMarket, seriesRow } from '../fakes/venues/kalshi.js';
 import { setGammaYes } from '../fakes/venues/prices.js';
-import { createUser } from '../notifications/fixtures.js';
+import { createUser } from '../support/users.js';
 
 /**
  * Tracked prices and freshness (docs/decisions.md §11.2–§11.4, docs/venues.md

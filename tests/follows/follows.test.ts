@@ -4,7 +4,8 @@ import { sql } from 'drizzle-orm';
 import { buildTestApp, FAST_VENUES, type TestApp } from '../helpers/app.js';
 import { startFakeDataApi, type FakeDataApi } from '../fakes/venues/polymarket-data.js';
 import { activityTrade, serveDataV2Activity, type FakeActivity } from '../fakes/venues/data-v2-activity.js';
-import { createUser, expectProblemShape } from '../notifications/fixtures.js';
+import { createUser } from '../support/users.js';
+import { expectProblem } from '../support/problem.js';
 import { markets } from '../../drizzle/index.js';
 import { createMarket } from '../notifications/fixtures.js';
 import { eq } from 'drizzle-orm';
@@ -80,8 +81,8 @@ describe('follows', () => {
   it('a malformed address → 400; no token → 401', async () => {
     const u = await createUser(t.app);
     for (const bad of ['0x123', 'not-an-address', `${addr('x')}00`, `0x${'g'.repeat(40)}`]) {
-      expectProblemShape(await follow(u.auth, bad), 400, 'VALIDATION_ERROR');
-      expectProblemShape(await t.app.inject({ method: 'DELETE', url: `/api/v1/follows/${bad}`, headers: u.auth }), 400, 'VALIDATION_ERROR');
+      expectProblem(await follow(u.auth, bad), 400, 'VALIDATION_ERROR');
+      expectProblem(await t.app.inject({ method: 'DELETE', url: `/api/v1/follows/${bad}`, headers: u.auth }), 400, 'VALIDATION_ERROR');
     }
     expect((await t.app.inject({ method: 'PUT', url: `/api/v1/follows/${addr('x')}` })).statusCode).toBe(401);
   });
@@ -93,7 +94,7 @@ describe('follows', () => {
     const codes = burst.map((r) => r.statusCode).sort();
     expect(codes.filter((c) => c === 201)).toHaveLength(5);
     expect(codes.filter((c) => c === 409)).toHaveLength(7);
-    expectProblemShape(
+    expectProblem(
       burst.find((r) => r.statusCode === 409)!,
       409,
       'FOLLOW_LIMIT',

@@ -5,7 +5,7 @@ import { buildTestApp, createTestDb, FAST_VENUES, type TestApp } from '../helper
 import { createDb, type DbHandle } from '../../src/db/index.js';
 import { startFakeDataApi, type FakeDataApi } from '../fakes/venues/polymarket-data.js';
 import { activityTrade, serveDataV2Activity, type FakeActivity } from '../fakes/venues/data-v2-activity.js';
-import { createUser } from '../notifications/fixtures.js';
+import { createUser } from '../support/users.js';
 import { pollFollowedTraders } from '../../src/domains/follows/poll.js';
 import { withPriorityShare } from '../../src/venues/clients.js';
 

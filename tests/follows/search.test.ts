@@ -4,7 +4,7 @@ import { buildTestApp, FAST_VENUES, type TestApp } from '../helpers/app.js';
 import { startFakeDataApi, type FakeDataApi } from '../fakes/venues/polymarket-data.js';
 import { startFakeServer, type FakeServer } from '../fakes/server.js';
 import { serveGammaProfiles, type FakeGammaProfiles } from '../fakes/venues/gamma-profiles.js';
-import { expectProblemShape } from '../notifications/fixtures.js';
+import { expectProblem } from '../support/problem.js';
 
 /** docs/decisions.md §18.1, §18.5: GET /api/v1/traders/search against the Data and Gamma fakes. */
 const addr = (s: string) => `0x${createHash('sha1').update(`search-${s}`).digest('hex')}`;
@@ -159,10 +159,10 @@ describe('GET /api/v1/traders/search', () => {
   });
 
   it('q must be 2–100 characters: else 400 problem+json', async () => {
-    expectProblemShape(await search('a'), 400, 'VALIDATION_ERROR');
-    expectProblemShape(await search(' a '), 400, 'VALIDATION_ERROR');
-    expectProblemShape(await search('x'.repeat(101)), 400, 'VALIDATION_ERROR');
-    expectProblemShape(await t.app.inject({ method: 'GET', url: '/api/v1/traders/search' }), 400, 'VALIDATION_ERROR');
+    expectProblem(await search('a'), 400, 'VALIDATION_ERROR');
+    expectProblem(await search(' a '), 400, 'VALIDATION_ERROR');
+    expectProblem(await search('x'.repeat(101)), 400, 'VALIDATION_ERROR');
+    expectProblem(await t.app.inject({ method: 'GET', url: '/api/v1/traders/search' }), 400, 'VALIDATION_ERROR');
     expect((await search('x'.repeat(100))).statusCode).toBe(200);
   });
 });

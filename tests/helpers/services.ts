@@ -3,22 +3,13 @@ import { chownSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../support/net.js';
+import { eventually } from '../support/eventually.js';
 
 /**
  * Throwaway PostgreSQL and Redis servers of a test's own, on free loopback
  * ports, so fault tests can stop and restart real servers without touching
  * the ones the rest of the suite (or a developer) uses.
  */
-export { freePort };
-
-async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${what} did not come up within ${timeoutMs} ms`);
-}
 
 export interface OwnRedis {
   url: string;
@@ -44,7 +35,7 @@ export async function startOwnRedis(): Promise<OwnRedis> {
   };
   const start = async () => {
     proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    await waitFor(ping, 10_000, 'redis-server');
+    await eventually(ping, { timeoutMs: 10_000, intervalMs: 100, what: 'redis-server up' });
   };
   const stop = async () => {
     if (!proc || proc.exitCode !== null) return;

@@ -10,7 +10,8 @@ import { drainDeliveries, processDueDeliveries } from '../../src/domains/notific
 import { notify, type NotifyDeps } from '../../src/domains/notifications/service.js';
 import type { NotificationType } from '../../src/domains/notifications/types.js';
 import { CHAT_GAP_MS } from '../../src/domains/messenger/flood.js';
-import { BOT_USERNAME, bindingOf, createUser, postUpdate, textUpdate, WEBHOOK_SECRET } from './helpers.js';
+import { BOT_USERNAME, bindingOf, postUpdate, textUpdate, WEBHOOK_SECRET } from './helpers.js';
+import { createUser } from '../support/users.js';
 
 // docs/decisions.md §13.3: the messenger leg of the delivery ledger, against the fake Bot API.
 let t: TestApp;

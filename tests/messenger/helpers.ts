@@ -1,27 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { eq, sql } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
-import { users } from '../../drizzle/users.js';
 import { messengerBindings } from '../../drizzle/messenger.js';
 
 export const WEBHOOK_SECRET = 'webhook-secret_0123456789-abcdef';
 export const BOT_USERNAME = 'PredictTestBot';
 export const WEBHOOK = '/api/v1/messenger-bot/webhook';
-
-export interface TestUser {
-  id: string;
-  walletAddress: string;
-  chain: 'evm';
-  token: string;
-}
-
-/** A users row and a signed access token for it. */
-export async function createUser(app: FastifyInstance): Promise<TestUser> {
-  const walletAddress = '0x' + randomBytes(20).toString('hex');
-  const [row] = await app.db.insert(users).values({ chain: 'evm', walletAddress, authMethod: 'wallet' }).returning({ id: users.id });
-  const user = { id: row.id, walletAddress, chain: 'evm' as const };
-  return { ...user, token: app.signAccessToken(user) };
-}
 
 let nextUpdateId = 10_000;
 export const newUpdateId = () => ++nextUpdateId;
@@ -74,17 +57,4 @@ export async function countRows(
 ): Promise<number> {
   const rows = await app.dbh.rows<{ n: number | string }>(sql.raw(`select count(*)::int as n from ${table}`));
   return Number(rows[0].n);
-}
-
-export function expectProblemShape(
-  res: { statusCode: number; body: string; headers: Record<string, unknown>; json(): any },
-  status: number,
-  code: string,
-) {
-  if (res.statusCode !== status) throw new Error(`expected ${status}, got ${res.statusCode}: ${res.body}`);
-  const body = res.json();
-  if (!String(res.headers['content-type']).startsWith('application/problem+json') || body.code !== code || body.status !== status) {
-    throw new Error(`expected problem ${status} ${code}, got ${String(res.headers['content-type'])} ${JSON.stringify(body)}`);
-  }
-  return body;
 }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram.js';
 import { messengerBindings } from '../../drizzle/messenger.js';
-import { createUser } from './helpers.js';
+import { createUser } from '../support/users.js';
 
 const INTERNAL = 'internal-token-internal-token';
 let t: TestApp;

@@ -11,13 +11,12 @@ import {
   bindingOf,
   bindingOfMessenger,
   countRows,
-  createUser,
-  expectProblemShape,
   newUpdateId,
   postUpdate,
   textUpdate,
-  type TestUser,
 } from './helpers.js';
+import { createUser, type TestUser } from '../support/users.js';
+import { expectProblem } from '../support/problem.js';
 
 let t: TestApp;
 let tg: FakeTelegram;
@@ -75,7 +74,7 @@ describe('webhook secret (docs/decisions.md §7)', () => {
     const tgId = telegramUser();
     for (const secret of ['wrong-secret', WEBHOOK_SECRET + 'x', WEBHOOK_SECRET.slice(0, -1), WEBHOOK_SECRET.toUpperCase(), '', null]) {
       const res = await postUpdate(t.app, textUpdate(tgId, `/start ${code}`), secret);
-      expectProblemShape(res, 401, 'INVALID_WEBHOOK_SECRET');
+      expectProblem(res, 401, 'INVALID_WEBHOOK_SECRET');
     }
     expect(await countRows(t.app, 'messenger_updates')).toBe(before);
     expect(await bindingOfMessenger(t.app, tgId)).toBeUndefined();
@@ -91,9 +90,9 @@ describe('webhook secret (docs/decisions.md §7)', () => {
     try {
       const before = await countRows(other.app, 'messenger_updates');
       const res = await postUpdate(other.app, textUpdate(telegramUser(), '/status'), WEBHOOK_SECRET);
-      expectProblemShape(res, 503, 'UNAVAILABLE');
+      expectProblem(res, 503, 'UNAVAILABLE');
       expect(res.headers['retry-after']).toBeDefined();
-      expectProblemShape(await postUpdate(other.app, textUpdate(telegramUser(), '/status'), null), 503, 'UNAVAILABLE');
+      expectProblem(await postUpdate(other.app, textUpdate(telegramUser(), '/status'), null), 503, 'UNAVAILABLE');
       expect(await countRows(other.app, 'messenger_updates')).toBe(before);
 
       const user = await createUser(other.app);
@@ -102,7 +101,7 @@ describe('webhook secret (docs/decisions.md §7)', () => {
         url: '/api/v1/messenger-bot/link',
         headers: { authorization: `Bearer ${user.token}` },
       });
-      expectProblemShape(link, 503, 'UNAVAILABLE');
+      expectProblem(link, 503, 'UNAVAILABLE');
     } finally {
       await other.close();
     }
@@ -154,7 +153,7 @@ describe('linking (POST /link + /start <code>)', () => {
       t.app.inject({ method: 'POST', url: '/api/v1/messenger-bot/link', headers: { authorization: `Bearer ${u.token}` } });
     for (let i = 0; i < 10; i++) expect((await post(user)).statusCode).toBe(201);
     const limited = await post(user);
-    expectProblemShape(limited, 429, 'RATE_LIMITED');
+    expectProblem(limited, 429, 'RATE_LIMITED');
     expect(limited.headers['retry-after']).toBeDefined();
     expect((await post(other)).statusCode).toBe(201);
   });
@@ -171,7 +170,7 @@ describe('linking (POST /link + /start <code>)', () => {
 
   it('link routes need a bearer token', async () => {
     for (const method of ['POST', 'GET', 'DELETE'] as const) {
-      expectProblemShape(await t.app.inject({ method, url: '/api/v1/messenger-bot/link' }), 401, 'UNAUTHORIZED');
+      expectProblem(await t.app.inject({ method, url: '/api/v1/messenger-bot/link' }), 401, 'UNAUTHORIZED');
     }
   });
 
@@ -405,7 +404,7 @@ describe('malformed updates → 200, nothing stored beyond the update id', () =>
   it('a JSON body that does not parse is 400; plain text is 200 and ignored; other types 415', async () => {
     const before = await countRows(t.app, 'messenger_updates');
     const res = await postUpdate(t.app, '{"update_id": 1,');
-    expectProblemShape(res, 400, 'VALIDATION_ERROR');
+    expectProblem(res, 400, 'VALIDATION_ERROR');
     const post = (type: string, payload: string) =>
       t.app.inject({
         method: 'POST',
@@ -414,7 +413,7 @@ describe('malformed updates → 200, nothing stored beyond the update id', () =>
         payload,
       });
     expect((await post('text/plain', '{"update_id": 99}')).statusCode).toBe(200);
-    expectProblemShape(await post('application/x-www-form-urlencoded', 'update_id=99'), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    expectProblem(await post('application/x-www-form-urlencoded', 'update_id=99'), 415, 'UNSUPPORTED_MEDIA_TYPE');
     expect(await countRows(t.app, 'messenger_updates')).toBe(before);
   });
 });
@@ -422,7 +421,7 @@ describe('malformed updates → 200, nothing stored beyond the update id', () =>
 describe('body limit: 1 MiB on the webhook', () => {
   it('2 MiB → 413 PAYLOAD_TOO_LARGE; a 100 KiB update (over the global 64 KiB) → 200 and processed', async () => {
     const huge = JSON.stringify({ update_id: newUpdateId(), padding: 'x'.repeat(2 * 1024 * 1024) });
-    expectProblemShape(await postUpdate(t.app, huge), 413, 'PAYLOAD_TOO_LARGE');
+    expectProblem(await postUpdate(t.app, huge), 413, 'PAYLOAD_TOO_LARGE');
 
     const tgId = telegramUser();
     const big = { ...textUpdate(tgId, '/status'), padding: 'y'.repeat(100 * 1024) };
@@ -439,7 +438,7 @@ describe('body limit: 1 MiB on the webhook', () => {
       headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
       payload: JSON.stringify({ padding: 'z'.repeat(100 * 1024) }),
     });
-    expectProblemShape(res, 413, 'PAYLOAD_TOO_LARGE');
+    expectProblem(res, 413, 'PAYLOAD_TOO_LARGE');
   });
 });
 

@@ -5,7 +5,8 @@ import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeExpo, type FakeExpo } from '../fakes/expo.js';
 import { notify, type NotifyDeps } from '../../src/domains/notifications/service.js';
 import { drainDeliveries } from '../../src/domains/notifications/delivery.js';
-import { createUser, expectProblemShape } from './fixtures.js';
+import { createUser } from '../support/users.js';
+import { expectProblem } from '../support/problem.js';
 
 // docs/decisions.md §13.4: dead letters and the ledger through the internal API.
 const INTERNAL = 'internal-token-deliveries-api-01';
@@ -89,16 +90,12 @@ describe('GET /api/v1/internal/deliveries', () => {
     );
     expect(sent.deliveries.every((d: { status: string }) => d.status === 'sent')).toBe(true);
     for (const q of ['status=lost', 'limit=0', 'limit=101', 'limit=x', 'cursor=forged.cursor']) {
-      expectProblemShape(
-        await get(`/api/v1/internal/deliveries?${q}`),
-        400,
-        q.startsWith('cursor') ? 'INVALID_CURSOR' : 'VALIDATION_ERROR',
-      );
+      expectProblem(await get(`/api/v1/internal/deliveries?${q}`), 400, q.startsWith('cursor') ? 'INVALID_CURSOR' : 'VALIDATION_ERROR');
     }
     // A cursor of another status's listing is refused.
     await deadLetters(2);
     const failedPage = (await get('/api/v1/internal/deliveries?limit=1')).json();
-    expectProblemShape(
+    expectProblem(
       await get(`/api/v1/internal/deliveries?status=sent&cursor=${encodeURIComponent(failedPage.nextCursor)}`),
       400,
       'INVALID_CURSOR',
@@ -123,9 +120,9 @@ describe('POST /api/v1/internal/deliveries/:id/retry', () => {
     ]);
     expect(expo.accepted.map((m) => m.to)).toEqual([tokens[0]]);
 
-    expectProblemShape(await post(`/api/v1/internal/deliveries/${row.id}/retry`), 409, 'DELIVERY_NOT_FAILED');
-    expectProblemShape(await post('/api/v1/internal/deliveries/00000000-0000-4000-8000-000000000000/retry'), 404, 'NOT_FOUND');
-    expectProblemShape(await post('/api/v1/internal/deliveries/not-a-uuid/retry'), 404, 'NOT_FOUND');
+    expectProblem(await post(`/api/v1/internal/deliveries/${row.id}/retry`), 409, 'DELIVERY_NOT_FAILED');
+    expectProblem(await post('/api/v1/internal/deliveries/00000000-0000-4000-8000-000000000000/retry'), 404, 'NOT_FOUND');
+    expectProblem(await post('/api/v1/internal/deliveries/not-a-uuid/retry'), 404, 'NOT_FOUND');
   });
 });
 
@@ -139,7 +136,7 @@ describe('GET /api/v1/internal/deliveries/summary and POST …/resume', () => {
     for (const c of channels) expect(Object.keys(c)).toEqual(['channel', 'paused', 'pausedReason', 'pending', 'failed', 'held']);
     expect(channels[0].failed).toBeGreaterThanOrEqual(1);
     expect(channels[0]).toMatchObject({ paused: false, pausedReason: null });
-    expectProblemShape(await post('/api/v1/internal/deliveries/resume', { channel: 'fax' }), 400, 'VALIDATION_ERROR');
+    expectProblem(await post('/api/v1/internal/deliveries/resume', { channel: 'fax' }), 400, 'VALIDATION_ERROR');
     expect((await post('/api/v1/internal/deliveries/resume', { channel: 'messenger' })).json()).toMatchObject({
       channel: 'messenger',
       paused: false,

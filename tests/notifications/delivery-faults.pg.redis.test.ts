@@ -4,7 +4,7 @@ import { sql } from 'drizzle-orm';
 import { buildTestApp, createTestDb, type TestApp } from '../helpers/app.js';
 import { REDIS_URL } from '../helpers/env.js';
 import { startServer, waitForExit, waitForHttp } from '../helpers/server-process.js';
-import { freePort } from '../helpers/services.js';
+import { freePort } from '../support/net.js';
 import { startFakeExpo, type FakeExpo } from '../fakes/expo.js';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram.js';
 import { rows } from '../../src/db/index.js';

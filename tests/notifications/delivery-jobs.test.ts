@@ -8,7 +8,7 @@ import { deliverySweepJob } from '../../src/jobs/delivery-sweep.js';
 import { pushReceiptsJob } from '../../src/jobs/push-receipts.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeExpo, type FakeExpo } from '../fakes/expo.js';
-import { createUser } from './fixtures.js';
+import { createUser } from '../support/users.js';
 
 // docs/decisions.md §9: the delivery workers are rows of the jobs table, run
 // by the jobs plugin (advisory lock, job_runs, run-now) and off with JOBS=off.

@@ -1,18 +1,7 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { eventGroups, markets, users } from '../../drizzle/index.js';
+import { eventGroups, markets } from '../../drizzle/index.js';
 import type { Db } from '../../src/db/index.js';
-
-/** A user row and a bearer token for it (no sign-in flow needed). */
-export async function createUser(
-  app: FastifyInstance,
-  db: Db = app.db,
-): Promise<{ id: string; token: string; auth: { authorization: string } }> {
-  const walletAddress = `0x${randomBytes(20).toString('hex')}`;
-  const [u] = await db.insert(users).values({ chain: 'evm', walletAddress, authMethod: 'wallet' }).returning({ id: users.id });
-  const token = app.signAccessToken({ id: u.id, walletAddress, chain: 'evm' });
-  return { id: u.id, token, auth: { authorization: `Bearer ${token}` } };
-}
 
 /** An event group with one market. */
 export async function createMarket(
@@ -35,28 +24,4 @@ export function recordPublishes(app: FastifyInstance) {
   const fn = (e: { channel: string; event: string; payload: unknown }) => events.push(e);
   app.bus.on('publish', fn);
   return { events, stop: () => app.bus.off('publish', fn) };
-}
-
-/** Polls until fn() returns a truthy value (background delivery), or fails after timeoutMs. */
-export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-export function expectProblemShape(
-  res: { statusCode: number; body: string; headers: Record<string, unknown>; json(): any },
-  status: number,
-  code: string,
-) {
-  if (res.statusCode !== status) throw new Error(`expected ${status} ${code}, got ${res.statusCode}: ${res.body}`);
-  const ct = String(res.headers['content-type']);
-  if (!ct.startsWith('application/problem+json')) throw new Error(`not problem+json: ${ct}`);
-  const body = res.json();
-  if (body.code !== code) throw new Error(`expected code ${code}, got ${body.code}`);
-  return body;
 }

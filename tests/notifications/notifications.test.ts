@@ -19,7 +19,10 @@ import {
   type NotificationChannel,
   type ClaimedDelivery,
 } from '../../src/domains/notifications/types.js';
-import { createUser, eventually, expectProblemShape, recordPublishes } from './fixtures.js';
+import { recordPublishes } from './fixtures.js';
+import { createUser } from '../support/users.js';
+import { eventually } from '../support/eventually.js';
+import { expectProblem } from '../support/problem.js';
 
 const INTERNAL = 'internal-token-0123456789abcdef';
 let t: TestApp;
@@ -224,7 +227,7 @@ describe('outbox pruning', () => {
 
 describe('GET /api/v1/notifications', () => {
   it('requires a bearer token', async () => {
-    expectProblemShape(await t.app.inject({ method: 'GET', url: '/api/v1/notifications' }), 401, 'UNAUTHORIZED');
+    expectProblem(await t.app.inject({ method: 'GET', url: '/api/v1/notifications' }), 401, 'UNAUTHORIZED');
   });
 
   it('pages newest first to the end with a cursor, ties broken by id, microsecond timestamps exact', async () => {
@@ -307,7 +310,7 @@ describe('GET /api/v1/notifications', () => {
       '?type=unknown_type',
       '?type=',
     ]) {
-      const body = expectProblemShape(await list(u.auth, q), 400, 'VALIDATION_ERROR');
+      const body = expectProblem(await list(u.auth, q), 400, 'VALIDATION_ERROR');
       expect(body.errors.length).toBeGreaterThan(0);
     }
     expect((await list(u.auth, '?limit=100')).statusCode).toBe(200);
@@ -324,7 +327,7 @@ describe('GET /api/v1/notifications', () => {
       'base64url',
     );
     for (const c of [`${forged}.${mac}`, `${payload}.${mac.slice(0, -2)}xx`, 'garbage', `${payload}`]) {
-      expectProblemShape(await list(u.auth, `?cursor=${encodeURIComponent(c)}`), 400, 'INVALID_CURSOR');
+      expectProblem(await list(u.auth, `?cursor=${encodeURIComponent(c)}`), 400, 'INVALID_CURSOR');
     }
   });
 
@@ -427,16 +430,8 @@ describe('PATCH and DELETE', () => {
     const other = await createUser(t.app);
     const n = await notify(deps, { userId: owner.id, type: 'order_filled', title: 'a', message: 'a' });
     for (const id of [n.id, '3f1c2a4e-0000-4000-8000-000000000000', 'not-a-uuid', '1']) {
-      expectProblemShape(
-        await t.app.inject({ method: 'PATCH', url: `/api/v1/notifications/${id}`, headers: other.auth }),
-        404,
-        'NOT_FOUND',
-      );
-      expectProblemShape(
-        await t.app.inject({ method: 'DELETE', url: `/api/v1/notifications/${id}`, headers: other.auth }),
-        404,
-        'NOT_FOUND',
-      );
+      expectProblem(await t.app.inject({ method: 'PATCH', url: `/api/v1/notifications/${id}`, headers: other.auth }), 404, 'NOT_FOUND');
+      expectProblem(await t.app.inject({ method: 'DELETE', url: `/api/v1/notifications/${id}`, headers: other.auth }), 404, 'NOT_FOUND');
     }
     const l = (await list(owner.auth)).json();
     expect(l.notifications.map((x: any) => [x.id, x.read])).toEqual([[n.id, false]]);
@@ -464,8 +459,8 @@ describe('PATCH and DELETE', () => {
     const res = await t.app.inject({ method: 'DELETE', url: `/api/v1/notifications/${n.id}`, headers: u.auth });
     expect(res.statusCode).toBe(204);
     expect(res.body).toBe('');
-    expectProblemShape(await t.app.inject({ method: 'DELETE', url: `/api/v1/notifications/${n.id}`, headers: u.auth }), 404, 'NOT_FOUND');
-    expectProblemShape(await t.app.inject({ method: 'PATCH', url: `/api/v1/notifications/${n.id}`, headers: u.auth }), 404, 'NOT_FOUND');
+    expectProblem(await t.app.inject({ method: 'DELETE', url: `/api/v1/notifications/${n.id}`, headers: u.auth }), 404, 'NOT_FOUND');
+    expectProblem(await t.app.inject({ method: 'PATCH', url: `/api/v1/notifications/${n.id}`, headers: u.auth }), 404, 'NOT_FOUND');
     expect((await list(u.auth)).json().notifications).toEqual([]);
     const outbox = await t.app.db.select().from(notificationDeliveries).where(eq(notificationDeliveries.notificationId, n.id));
     expect(outbox).toEqual([]);
@@ -512,14 +507,14 @@ describe('POST /api/v1/internal/notifications', () => {
   it('wrong or missing token → 401; a user token is not an internal token', async () => {
     const u = await createUser(t.app);
     const body = { userId: u.id, type: 'order_filled', title: 't', message: 'm' };
-    expectProblemShape(await post(body, null), 401, 'UNAUTHORIZED');
-    expectProblemShape(await post(body, 'wrong-token-wrong-token'), 401, 'UNAUTHORIZED');
-    expectProblemShape(await post(body, u.token), 401, 'UNAUTHORIZED');
+    expectProblem(await post(body, null), 401, 'UNAUTHORIZED');
+    expectProblem(await post(body, 'wrong-token-wrong-token'), 401, 'UNAUTHORIZED');
+    expectProblem(await post(body, u.token), 401, 'UNAUTHORIZED');
   });
 
   it('unknown user → 404; invalid bodies → 400', async () => {
     const u = await createUser(t.app);
-    expectProblemShape(
+    expectProblem(
       await post({ userId: '7d3c1f4e-1111-4222-8333-444455556666', type: 'order_filled', title: 't', message: 'm' }),
       404,
       'NOT_FOUND',
@@ -534,7 +529,7 @@ describe('POST /api/v1/internal/notifications', () => {
       { ...good, data: 'str' },
       { ...good, extra: 1 },
     ]) {
-      expectProblemShape(await post(bad), 400, 'VALIDATION_ERROR');
+      expectProblem(await post(bad), 400, 'VALIDATION_ERROR');
     }
   });
 
@@ -548,7 +543,7 @@ describe('POST /api/v1/internal/notifications', () => {
         headers: { authorization: `Bearer ${INTERNAL}` },
         payload: { userId: u.id, type: 'order_filled', title: 't', message: 'm' },
       });
-      expectProblemShape(res, 404, 'NOT_FOUND');
+      expectProblem(res, 404, 'NOT_FOUND');
     } finally {
       await other.close();
     }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { createUser } from './fixtures.js';
+import { createUser } from '../support/users.js';
+import { eventually } from '../support/eventually.js';
 
 /**
  * The per-instance cache of first notification pages (src/domains/notifications/page-cache.ts)
@@ -42,25 +43,25 @@ describe('GET /notifications with the page cache, two instances on one database 
   });
 
   /** What instance b lists, once it shows what `done` wants (the change travels through Redis), or fails after 2 s. */
-  async function eventually(auth: Record<string, string>, done: (p: Page) => boolean): Promise<Page> {
-    const deadline = Date.now() + 2_000;
-    for (;;) {
-      const p = await list(b, auth);
-      if (done(p) || Date.now() > deadline) return p;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
+  const settled = (auth: Record<string, string>, done: (p: Page) => boolean): Promise<Page> =>
+    eventually(
+      async () => {
+        const p = await list(b, auth);
+        return done(p) && p;
+      },
+      { timeoutMs: 2_000, intervalMs: 10 },
+    );
 
   it('a change made on one instance reaches the cached pages of the other', async () => {
     const u = await createUser(a.app);
     expect((await list(b, u.auth)).notifications).toEqual([]); // b caches the empty page
     const n = await raise(a, u.id, 'from a');
-    expect((await eventually(u.auth, (p) => p.notifications.length === 1)).notifications.map((x) => x.title)).toEqual(['from a']);
+    expect((await settled(u.auth, (p) => p.notifications.length === 1)).notifications.map((x) => x.title)).toEqual(['from a']);
 
     expect((await a.app.inject({ method: 'PATCH', url: `/api/v1/notifications/${n.id}`, headers: u.auth })).statusCode).toBe(200);
-    expect(await eventually(u.auth, (p) => p.unreadCount === 0)).toMatchObject({ unreadCount: 0, seq: 2 });
+    expect(await settled(u.auth, (p) => p.unreadCount === 0)).toMatchObject({ unreadCount: 0, seq: 2 });
 
     expect((await a.app.inject({ method: 'DELETE', url: `/api/v1/notifications/${n.id}`, headers: u.auth })).statusCode).toBe(204);
-    expect(await eventually(u.auth, (p) => p.notifications.length === 0)).toMatchObject({ notifications: [], seq: 3 });
+    expect(await settled(u.auth, (p) => p.notifications.length === 0)).toMatchObject({ notifications: [], seq: 3 });
   });
 });

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { createUser } from './fixtures.js';
+import { createUser } from '../support/users.js';
 
 /**
  * The per-instance cache of first notification pages (src/domains/notifications/plugin.ts, src/lib/body-cache.ts):

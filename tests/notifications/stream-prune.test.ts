@@ -3,7 +3,7 @@ import { asc, eq } from 'drizzle-orm';
 import { userStreamEvents } from '../../drizzle/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { appendStreamEvents, pruneStreamEvents, readStreamHead } from '../../src/domains/notifications/stream.js';
-import { createUser } from './fixtures.js';
+import { createUser } from '../support/users.js';
 
 /** docs/decisions.md §12.1: what the stream keeps for resume, and that it only ever drops a prefix. */
 

@@ -12,7 +12,7 @@ import {
   processDueDeliveries,
 } from '../../src/domains/notifications/delivery.js';
 import { checkPushReceipts } from '../../src/domains/push/service.js';
-import { createUser } from '../notifications/fixtures.js';
+import { createUser } from '../support/users.js';
 
 // docs/decisions.md §13.1–§13.2: the push leg of the delivery ledger against the fake Expo.
 const INTERNAL = 'internal-token-push-ledger-0123';

@@ -7,7 +7,8 @@ import { notify, type NotifyDeps } from '../../src/domains/notifications/service
 import { drainDeliveries, processDueDeliveries } from '../../src/domains/notifications/delivery.js';
 import { checkPushReceipts } from '../../src/domains/push/service.js';
 import { NOTIFICATION_TYPES } from '../../src/domains/notifications/types.js';
-import { createUser, expectProblemShape } from '../notifications/fixtures.js';
+import { createUser } from '../support/users.js';
+import { expectProblem } from '../support/problem.js';
 
 let t: TestApp;
 let expo: FakeExpo;
@@ -83,9 +84,9 @@ describe('POST /api/v1/push/register', () => {
       { token: 42, platform: 'ios' },
       { token: 'ExponentPushToken[x]', platform: 'ios', userId: 'someone' },
     ]) {
-      expectProblemShape(await register(u.auth, bad), 400, 'VALIDATION_ERROR');
+      expectProblem(await register(u.auth, bad), 400, 'VALIDATION_ERROR');
     }
-    expectProblemShape(await register({}, { token: 'ExponentPushToken[x]', platform: 'ios' }), 401, 'UNAUTHORIZED');
+    expectProblem(await register({}, { token: 'ExponentPushToken[x]', platform: 'ios' }), 401, 'UNAUTHORIZED');
   });
 });
 
@@ -102,8 +103,8 @@ describe('DELETE /api/v1/push/unregister', () => {
     expect(typeof own.json().message).toBe('string');
     expect(await devicesOf(a.id)).toEqual([]);
     expect((await unregister(a.auth, { token: 'ExponentPushToken[un-a]' })).statusCode).toBe(200);
-    expectProblemShape(await unregister(a.auth, {}), 400, 'VALIDATION_ERROR');
-    expectProblemShape(await unregister(a.auth, { token: '' }), 400, 'VALIDATION_ERROR');
+    expectProblem(await unregister(a.auth, {}), 400, 'VALIDATION_ERROR');
+    expectProblem(await unregister(a.auth, { token: '' }), 400, 'VALIDATION_ERROR');
   });
 });
 
@@ -145,7 +146,7 @@ describe('push preferences', () => {
       { types: [] },
       { other: true },
     ]) {
-      expectProblemShape(await put(u.auth, bad), 400, 'VALIDATION_ERROR');
+      expectProblem(await put(u.auth, bad), 400, 'VALIDATION_ERROR');
     }
     expect((await get(u.auth)).json()).toEqual({ enabled: true, types: allTrue, ...quiet });
   });

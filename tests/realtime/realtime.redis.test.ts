@@ -5,20 +5,8 @@ import { buildTestApp, createTestDb, type TestApp } from '../helpers/app.js';
 import { REDIS_URL } from '../helpers/env.js';
 import type { DbHandle } from '../../src/db/index.js';
 import { marketChannel, userNotificationsChannel } from '../../src/domains/realtime/channels.js';
-import {
-  ack,
-  closeAll,
-  connect,
-  listen,
-  newUserId,
-  next,
-  notificationMessage,
-  record,
-  refusal,
-  signToken,
-  sleep,
-  until,
-} from './helpers.js';
+import { ack, closeAll, connect, listen, newUserId, next, notificationMessage, record, refusal, signToken, sleep } from './helpers.js';
+import { eventually } from '../support/eventually.js';
 
 let db: DbHandle;
 let redis: Redis;
@@ -97,7 +85,7 @@ describe('several instances sharing Redis', () => {
     expect(await refusal(a.url, { token })).toBe('TOO_MANY_CONNECTIONS');
     expect(await refusal(b.url, { token })).toBe('TOO_MANY_CONNECTIONS');
     for (const s of sockets) s.close();
-    await until(async () => (await redis.zcard(`${p}ws:conn:user:${user}`)) === 0);
+    await eventually(async () => (await redis.zcard(`${p}ws:conn:user:${user}`)) === 0);
     expect(await refusal(b.url, { token })).toBe('CONNECTED');
   });
 
@@ -112,7 +100,7 @@ describe('several instances sharing Redis', () => {
     expect(await refusal(a.url)).toBe('TOO_MANY_CONNECTIONS');
     expect(await refusal(b.url)).toBe('TOO_MANY_CONNECTIONS');
     closeAll();
-    await until(async () => (await redis.zcard(`${p}ws:conn:total`)) === 0);
+    await eventually(async () => (await redis.zcard(`${p}ws:conn:total`)) === 0);
 
     const c = await instance(p);
     const d = await instance(p);
@@ -130,7 +118,7 @@ describe('several instances sharing Redis', () => {
     await sleep(1_600); // longer than the entry TTL: only heartbeats keep them counted
     expect(await refusal(a.url, { token })).toBe('TOO_MANY_CONNECTIONS');
     closeAll();
-    await until(async () => (await redis.zcard(`${p}ws:conn:user:${user}`)) === 0);
+    await eventually(async () => (await redis.zcard(`${p}ws:conn:user:${user}`)) === 0);
 
     // What a crashed instance leaves behind: entries nobody will heart-beat or remove.
     const other = newUserId();
@@ -140,7 +128,7 @@ describe('several instances sharing Redis', () => {
     await redis.zadd(`${p}ws:conn:user:${other}`, ...members);
     const otherToken = signToken(other);
     expect(await refusal(a.url, { token: otherToken })).toBe('TOO_MANY_CONNECTIONS');
-    await until(async () => (await refusal(a.url, { token: otherToken })) === 'CONNECTED', 5_000);
+    await eventually(async () => (await refusal(a.url, { token: otherToken })) === 'CONNECTED', 5_000);
   });
 
   it('removes its entries from Redis on shutdown', async () => {

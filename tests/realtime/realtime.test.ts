@@ -15,8 +15,8 @@ import {
   record,
   refusal,
   signToken,
-  until,
 } from './helpers.js';
+import { eventually } from '../support/eventually.js';
 
 let db: DbHandle;
 let t: TestApp;
@@ -216,7 +216,7 @@ describe('limits (docs/api-contract.md §8)', () => {
     const other = await connect(url, { token: signToken(newUserId()) });
     other.close();
     sockets[0].close();
-    await until(async () => (await refusal(url, { token })) === 'CONNECTED');
+    await eventually(async () => (await refusal(url, { token })) === 'CONNECTED');
   });
 
   it('caps subscribe/unsubscribe at 30 a minute per socket with RATE_LIMITED', async () => {
@@ -347,7 +347,7 @@ describe('limits with their own apps', () => {
       expect(await refusal(u)).toBe('TOO_MANY_CONNECTIONS');
       expect(await refusal(u, { token: signToken(newUserId()) })).toBe('TOO_MANY_CONNECTIONS');
       first.close();
-      await until(async () => (await refusal(u)) === 'CONNECTED');
+      await eventually(async () => (await refusal(u)) === 'CONNECTED');
     } finally {
       closeAll();
       await own.close();

@@ -1,11 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { createUser } from '../notifications/fixtures.js';
+import { createUser } from '../support/users.js';
 import { appendStreamEvents, type StreamEvent } from '../../src/domains/notifications/stream.js';
 import { userNotificationsChannel } from '../../src/domains/realtime/channels.js';
 import { streamPruneJob } from '../../src/jobs/stream-prune.js';
 import type { Client } from './helpers.js';
-import { ack, closeAll, connect, listen, next, notificationMessage, sleep, until } from './helpers.js';
+import { ack, closeAll, connect, listen, next, notificationMessage, sleep } from './helpers.js';
+import { eventually } from '../support/eventually.js';
 
 /**
  * docs/decisions.md §12 on one instance (PGlite or PostgreSQL): the four
@@ -79,7 +80,7 @@ describe('the four stream events (docs/decisions.md §12.2)', () => {
     expect((await rest(u.auth, 'PATCH', '/mark-all-read')).json()).toEqual({ updated: 0 }); // no change: no event
     expect((await rest(u.auth, 'DELETE', `/${c.id}`)).statusCode).toBe(204);
 
-    await until(() => seen.length >= 7);
+    await eventually(() => seen.length >= 7);
     await sleep(150);
     expect(seen.map((x) => [x.event, x.payload.seq, x.payload.unreadCount])).toEqual([
       ['notification', 1, 1],
@@ -104,7 +105,7 @@ describe('the four stream events (docs/decisions.md §12.2)', () => {
     for (const s of sockets) expect(await ack(s, 'subscribe', { channel: 'user:notifications' })).toEqual({ ok: true, seq: 0 });
     const made = [await raise(u.id), await raise(u.id)];
     await rest(u.auth, 'PATCH', `/${made[0].id}`);
-    await until(() => seen.every((x) => x.length === 3));
+    await eventually(() => seen.every((x) => x.length === 3));
     for (const x of seen) expect(x.map((e) => e.payload.unreadCount)).toEqual([1, 2, 1]);
   });
 });
@@ -118,7 +119,7 @@ describe('resume with lastSeq (docs/decisions.md §12.3)', () => {
     const a = await raise(u.id);
     await raise(u.id);
     await rest(u.auth, 'PATCH', `/${a.id}`);
-    await until(() => first.length === 3);
+    await eventually(() => first.length === 3);
 
     const s = await connect(url, { token: u.token });
     const seen = stream(s);
@@ -128,7 +129,7 @@ describe('resume with lastSeq (docs/decisions.md §12.3)', () => {
     expect(answer).toEqual({ ok: true, seq: 3 });
     expect(seen).toEqual(first.slice(1));
     await raise(u.id);
-    await until(() => seen.length === 3);
+    await eventually(() => seen.length === 3);
     expect(seqs(seen)).toEqual([2, 3, 4]);
   });
 
@@ -168,7 +169,7 @@ describe('resume with lastSeq (docs/decisions.md §12.3)', () => {
     expect(seqs(seen)).toEqual([4, 5, 6]);
     // After a reset the stream continues live from the acked seq.
     await raise(u.id);
-    await until(() => seen.length === 4);
+    await eventually(() => seen.length === 4);
     expect(seqs(seen)).toEqual([4, 5, 6, 7]);
   });
 
@@ -213,7 +214,7 @@ describe('order and gaps on one socket (docs/decisions.md §12.3)', () => {
     publish(stored[2]);
     await sleep(30);
     expect(seen).toEqual([]); // held: 1 and 2 are missing
-    await until(() => seen.length === 3);
+    await eventually(() => seen.length === 3);
     expect(seqs(seen)).toEqual([1, 2, 3]);
     expect(seen.map((x) => x.payload)).toEqual(stored.map((e) => e.payload));
     publish(stored[0]);
@@ -239,7 +240,7 @@ describe('order and gaps on one socket (docs/decisions.md §12.3)', () => {
     for (const i of [1, 3, 2, 0]) {
       t.app.bus.emit('publish', { channel: userNotificationsChannel(u.id), event: 'notification', payload: stored[i].payload });
     }
-    await until(() => seen.length === 4);
+    await eventually(() => seen.length === 4);
     expect(seqs(seen)).toEqual([1, 2, 3, 4]);
   });
 
@@ -254,7 +255,7 @@ describe('order and gaps on one socket (docs/decisions.md §12.3)', () => {
     const answer = await ack(s, 'subscribe', { channel: 'user:notifications', lastSeq: 5 });
     await writer;
     expect(answer).toMatchObject({ ok: true });
-    await until(() => seen.length === 35);
+    await eventually(() => seen.length === 35);
     await sleep(150);
     expect(seqs(seen)).toEqual(range(6, 40));
   });

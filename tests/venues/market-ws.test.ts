@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { eventually } from '../support/eventually.js';
 import pino from 'pino';
 import { createMarketWsClient, displayPrice, parseMarketMessage, type MarketWsClient } from '../../src/venues/polymarket/market-ws.js';
 import { DEFAULT_USER_AGENT } from '../../src/venues/clients.js';
@@ -10,13 +11,6 @@ import { startFakeMarketWs, type FakeMarketWs } from '../fakes/venues/market-ws.
  */
 const log = pino({ level: 'silent' });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until(check: () => boolean, ms = 8_000) {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(20);
-  }
-}
 const tokens = (n: number, from = 1) => Array.from({ length: n }, (_, i) => String(10_000 + from + i));
 
 describe('parseMarketMessage', () => {
@@ -98,18 +92,21 @@ describe('market WebSocket client against the fake', () => {
     const c = start();
     const wanted = tokens(260);
     c.setTokens(wanted);
-    await until(() => fake.subscribed().size === 260);
+    await eventually(() => fake.subscribed().size === 260, 8_000);
     expect(fake.connections().map((x) => x.tokens.length)).toEqual([200, 60]);
     expect(fake.connections().some((x) => x.muted)).toBe(false);
     expect(fake.connections().every((x) => x.userAgent === DEFAULT_USER_AGENT)).toBe(true);
     // One more token goes to the connection with room; letting tokens go unsubscribes them.
     c.setTokens([...wanted.slice(5), ...tokens(1, 900)]);
-    await until(() => fake.subscribed().size === 256 && !fake.subscribed().has(wanted[0]) && fake.subscribed().has(tokens(1, 900)[0]));
+    await eventually(
+      () => fake.subscribed().size === 256 && !fake.subscribed().has(wanted[0]) && fake.subscribed().has(tokens(1, 900)[0]),
+      8_000,
+    );
     expect(fake.accepted()).toBe(2);
-    await until(() => fake.connections().every((x) => x.pings >= 2));
+    await eventually(() => fake.connections().every((x) => x.pings >= 2), 8_000);
     // Nothing left: the connections close.
     c.setTokens([]);
-    await until(() => fake.connections().every((x) => !x.open));
+    await eventually(() => fake.connections().every((x) => !x.open), 8_000);
     expect(fake.violations).toEqual([]);
   });
 
@@ -117,13 +114,13 @@ describe('market WebSocket client against the fake', () => {
     const [a] = tokens(1);
     fake.book(a, { bid: 0.4, ask: 0.44 });
     start().setTokens([a]);
-    await until(() => prices.length === 1);
+    await eventually(() => prices.length === 1, 8_000);
     expect(prices).toEqual([[a, 0.42]]);
     fake.priceChange(a, { bid: 0.5, ask: 0.54 });
-    await until(() => prices.length === 2);
+    await eventually(() => prices.length === 2, 8_000);
     fake.bestBidAsk(a, { bid: 0.1, ask: 0.9 }); // wide: no price until a trade
     fake.lastTrade(a, 0.33);
-    await until(() => prices.length === 3);
+    await eventually(() => prices.length === 3, 8_000);
     expect(prices.slice(1)).toEqual([
       [a, 0.52],
       [a, 0.33],
@@ -136,7 +133,7 @@ describe('market WebSocket client against the fake', () => {
     fake.book(a, { bid: 0.1, ask: 0.9, last: 0.37 });
     fake.book(b, { bid: 0.2, ask: 0.8 });
     start().setTokens([a, b]);
-    await until(() => prices.length === 1);
+    await eventually(() => prices.length === 1, 8_000);
     await sleep(200);
     expect(prices).toEqual([[a, 0.37]]);
     expect(fake.violations).toEqual([]);
@@ -147,31 +144,31 @@ describe('market WebSocket client against the fake', () => {
     fake.book(busy, { bid: 0.4, ask: 0.44 });
     fake.book(quiet, { bid: 0.6, ask: 0.62 });
     start({ dataSilenceMs: 800 }).setTokens([busy, quiet]);
-    await until(() => prices.length === 2);
+    await eventually(() => prices.length === 2, 8_000);
     // Quiet tokens (a snapshot, then nothing) never count as a stall, however long.
     await sleep(1_500);
     expect(fake.accepted()).toBe(1);
     // Busy: updates flow, then the connection goes mute while the market keeps moving.
     fake.priceChange(busy, { bid: 0.45, ask: 0.47 });
-    await until(() => prices.some(([, p]) => p === 0.46));
+    await eventually(() => prices.some(([, p]) => p === 0.46), 8_000);
     fake.mute();
     fake.priceChange(busy, { bid: 0.5, ask: 0.52 });
     expect(fake.connections()[0]).toMatchObject({ open: true, muted: true });
-    await until(() => fake.accepted() === 2 && fake.subscribed().size === 2, 6_000);
+    await eventually(() => fake.accepted() === 2 && fake.subscribed().size === 2, 6_000);
     // The new connection's snapshot brings the price the mute one held back.
-    await until(() => prices.some(([, p]) => p === 0.51));
+    await eventually(() => prices.some(([, p]) => p === 0.51), 8_000);
     expect(fake.violations).toEqual([]);
   });
 
   it('resubscribes after a drop and after a silent (frozen) connection', async () => {
     const wanted = tokens(3);
     start().setTokens(wanted);
-    await until(() => fake.subscribed().size === 3);
+    await eventually(() => fake.subscribed().size === 3, 8_000);
     fake.drop();
-    await until(() => fake.accepted() === 2 && fake.subscribed().size === 3);
+    await eventually(() => fake.accepted() === 2 && fake.subscribed().size === 3, 8_000);
     fake.freeze();
     expect(fake.subscribed().size).toBe(0);
-    await until(() => fake.accepted() === 3 && fake.subscribed().size === 3);
+    await eventually(() => fake.accepted() === 3 && fake.subscribed().size === 3, 8_000);
     expect(fake.violations).toEqual([]);
   });
 

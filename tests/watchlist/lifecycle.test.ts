@@ -11,7 +11,8 @@ import { setGammaYes, setKalshiYes } from '../fakes/venues/prices.js';
 import { startFakeExpo, type FakeExpo } from '../fakes/expo.js';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram.js';
 import { ack, closeAll, connect, listen, record } from '../realtime/helpers.js';
-import { createUser, eventually } from '../notifications/fixtures.js';
+import { createUser } from '../support/users.js';
+import { eventually } from '../support/eventually.js';
 
 /**
  * docs/decisions.md §17.2, end to end: a user watches a group over HTTP, a

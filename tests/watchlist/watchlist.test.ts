@@ -4,7 +4,8 @@ import { rows } from '../../src/db/index.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeVenues, type FakeVenues } from '../fakes/venues/index.js';
 import { gammaEvent, gammaMarket } from '../fakes/venues/gamma.js';
-import { createUser, expectProblemShape } from '../notifications/fixtures.js';
+import { createUser } from '../support/users.js';
+import { expectProblem } from '../support/problem.js';
 
 /** docs/decisions.md §17.1: the watchlist routes, the cap under concurrency, and tracking of watched groups. */
 let t: TestApp;
@@ -90,10 +91,10 @@ describe('PUT, DELETE and GET /watchlist (§17.1)', () => {
   it('unknown slug → 404; no bearer → 401; a user’s list is theirs alone', async () => {
     const u = await createUser(t.app);
     const other = await createUser(t.app);
-    expectProblemShape(await api('PUT', '/no-such-group', u.auth), 404, 'NOT_FOUND');
-    expectProblemShape(await api('PUT', '/watched-one'), 401, 'UNAUTHORIZED');
-    expectProblemShape(await api('GET', ''), 401, 'UNAUTHORIZED');
-    expectProblemShape(await api('DELETE', '/watched-one'), 401, 'UNAUTHORIZED');
+    expectProblem(await api('PUT', '/no-such-group', u.auth), 404, 'NOT_FOUND');
+    expectProblem(await api('PUT', '/watched-one'), 401, 'UNAUTHORIZED');
+    expectProblem(await api('GET', ''), 401, 'UNAUTHORIZED');
+    expectProblem(await api('DELETE', '/watched-one'), 401, 'UNAUTHORIZED');
     expect((await api('PUT', '/watched-one', u.auth)).statusCode).toBe(201);
     expect((await api('GET', '', other.auth)).json()).toEqual({ events: [] });
     // Another user's DELETE leaves the first user's watch in place.
@@ -115,7 +116,7 @@ describe('PUT, DELETE and GET /watchlist (§17.1)', () => {
     const codes = res.map((r) => r.statusCode);
     expect(codes.filter((c) => c === 201)).toHaveLength(10);
     expect(codes.filter((c) => c === 409)).toHaveLength(10);
-    for (const r of res.filter((x) => x.statusCode === 409)) expectProblemShape(r, 409, 'WATCHLIST_FULL');
+    for (const r of res.filter((x) => x.statusCode === 409)) expectProblem(r, 409, 'WATCHLIST_FULL');
     const list = (await api('GET', '', u.auth)).json().events;
     expect(list).toHaveLength(500);
     // Already watched stays 200 when full; after one DELETE there is room again.
