@@ -103,4 +103,19 @@ describe('import graph', () => {
     expect(domains.get('realtime')).toBeDefined();
     expect(cycles(domains)).toEqual([]);
   });
+
+  it('has no domain reading job_runs, the scheduler’s own table (docs/architecture.md)', () => {
+    const readers: string[] = [];
+    for (const file of sourceFiles(join(ROOT, 'src/domains'))) {
+      // The syntax tree, not the text: a comment may name the table; code may not (the `jobRuns` table object, or SQL naming it).
+      const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+      const reads = (node: ts.Node): boolean =>
+        (ts.isIdentifier(node) && node.text === 'jobRuns') ||
+        ((ts.isStringLiteralLike(node) || ts.isTemplateLiteralToken(node)) && /\bjob_runs\b/.test(node.text)) ||
+        ts.forEachChild(node, reads) === true;
+      if (reads(source)) readers.push(relative(ROOT, file));
+    }
+    expect(sourceFiles(join(ROOT, 'src/domains')).length).toBeGreaterThan(50);
+    expect(readers).toEqual([]);
+  });
 });

@@ -124,31 +124,12 @@ export function backoffMs(attempts: number, random: () => number = Math.random):
 }
 
 /**
- * Writes the ledger rows of new notifications in the caller's transaction:
- * one INSERT … SELECT joining them to every channel's targets (the user's
- * devices, the user's chat). A user with no device gets no push row.
- */
-export async function insertDeliveries(
-  tx: DbOrTx,
-  channels: readonly NotificationChannel[],
-  stored: ReadonlyArray<{ id: string; userId: string }>,
-  now: Date,
-): Promise<void> {
-  if (channels.length === 0 || stored.length === 0) return;
-  const list = JSON.stringify(stored.map((n) => ({ id: n.id, user_id: n.userId })));
-  await rows(
-    tx,
-    sql`
-    with n as (select * from jsonb_to_recordset(${list}::jsonb) as x(id uuid, user_id uuid))
-    ${deliveriesFrom(channels, now)}`,
-  );
-}
-
-/**
- * The INSERT of insertDeliveries for notifications read from a relation `n`
- * (id, user_id) the caller's statement defines (a CTE, such as the
- * notifications it inserts): the ledger rows are written by the statement
- * that stores the notifications, with nothing sent twice. undefined: no channels.
+ * The ledger rows of new notifications (docs/decisions.md §13.1), read from a
+ * relation `n` (id, user_id) the caller's statement defines (a CTE, such as
+ * the notifications it inserts), joined to every channel's targets (the user's
+ * devices, the user's chat; a user with no device gets no push row): written
+ * by the statement that stores the notifications, with nothing sent twice.
+ * undefined: no channels.
  */
 export function deliveriesFrom(channels: readonly NotificationChannel[], now: Date): SQL | undefined {
   if (channels.length === 0) return undefined;
