@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startOwnRedis, type OwnRedis } from '../helpers/services.js';
-import { createUser } from '../notifications/fixtures.js';
-import { closeAll, listen, refusal, sleep, until } from './helpers.js';
+import { createUser } from '../support/users.js';
+import { eventually } from '../support/eventually.js';
+import { closeAll, listen, refusal, sleep } from './helpers.js';
 
 /**
  * Issue #34: the handshake checks the token, then waits for the connection registry (Redis) before
@@ -47,7 +48,7 @@ describe('a session ended during the handshake', () => {
     try {
       const outcome = refusal(url, { token });
       // The handshake reached the registry and waits there (its engine connection is open).
-      await until(async () => t.app.io.engine.clientsCount >= 1);
+      await eventually(async () => t.app.io.engine.clientsCount >= 1);
       await sleep(300);
       // The session ends now (what DELETE /auth/sessions/:id and reuse detection do).
       void t.app.sessionRevocations.revoke([sid]);

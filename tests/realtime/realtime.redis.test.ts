@@ -63,7 +63,7 @@ describe('several instances sharing Redis', () => {
     const burst = record(private1, 'notification');
     const more = [2, 3, 4].map((seq) => notificationMessage(`burst-${seq}`, { seq, unreadCount: seq }));
     for (const m of more) b.t.app.publish(userNotificationsChannel(user), 'notification', m);
-    await until(() => burst.length === more.length);
+    await eventually(() => burst.length === more.length);
     expect(burst).toEqual(more);
 
     // A fence through `other`'s own app proves the pm-x updates above did not reach it.
