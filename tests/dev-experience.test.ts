@@ -9,6 +9,7 @@ import { testConfig } from '../src/config.js';
 import { loadDevEnv } from '../src/lib/dev-env.js';
 import { isAlive } from '../src/db/dir-lock.js';
 import { fetchWhenReady, ROOT, startServer, TEST_JWT_SECRET, waitForExit } from './helpers/server-process.js';
+import { eventually } from './support/eventually.js';
 
 const dirs: string[] = [];
 function tempDir(): string {
@@ -125,8 +126,8 @@ describe('npm start', () => {
 
     npm.kill('SIGTERM');
     await waitForExit(npm);
-    const deadline = Date.now() + 15_000;
-    while (isAlive(serverPid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const pid = serverPid;
+    await eventually(() => !isAlive(pid), { timeoutMs: 15_000, intervalMs: 100, what: 'the server process gone' });
     expect(isAlive(serverPid)).toBe(false);
     expect(out).toContain('shutting down');
     await expect(fetch(`http://127.0.0.1:${port}/health/live`)).rejects.toThrow();

@@ -12,6 +12,7 @@ import type { NotificationType } from '../../src/domains/notifications/types.js'
 import { CHAT_GAP_MS } from '../../src/domains/messenger/flood.js';
 import { BOT_USERNAME, bindingOf, postUpdate, textUpdate, WEBHOOK_SECRET } from './helpers.js';
 import { createUser } from '../support/users.js';
+import { eventually } from '../support/eventually.js';
 
 // docs/decisions.md §13.3: the messenger leg of the delivery ledger, against the fake Bot API.
 let t: TestApp;
@@ -204,11 +205,14 @@ describe('flood control', () => {
     expect(rows.filter((r) => r.status === 'sent')).toHaveLength(1);
     // Deferred rows were not attempted.
     expect(rows.filter((r) => r.status === 'pending').map((r) => r.attempts)).toEqual([0, 0]);
-    const deadline = Date.now() + 10_000;
-    while (tg.sent.length < 3 && Date.now() < deadline) {
-      await processDueDeliveries(deps, { notificationIds: ns.map((n) => n.id) });
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const notificationIds = ns.map((n) => n.id);
+    await eventually(
+      async () => {
+        await processDueDeliveries(deps, { notificationIds });
+        return tg.sent.length >= 3;
+      },
+      { timeoutMs: 10_000, intervalMs: 100, what: 'three messages sent' },
+    );
     expect(tg.sent.map((m) => m.chat_id)).toEqual([chatId, chatId, chatId]);
     expect(tg.violations).toEqual([]);
   });
@@ -218,11 +222,13 @@ describe('flood control', () => {
     tg.botLimit = 25;
     for (const { user } of users) await notify(deps, { userId: user.id, type: 'order_filled', title: 'Bulk', message: 'm' });
     await drainDeliveries(t.app.delivery);
-    const deadline = Date.now() + 15_000;
-    while (tg.sent.length < 40 && Date.now() < deadline) {
-      await processDueDeliveries(deps);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await eventually(
+      async () => {
+        await processDueDeliveries(deps);
+        return tg.sent.length >= 40;
+      },
+      { timeoutMs: 15_000, intervalMs: 100, what: '40 messages sent' },
+    );
     expect(tg.sent).toHaveLength(40);
     expect(tg.violations).toEqual([]);
   });
@@ -233,8 +239,7 @@ describe('flood control', () => {
     await drainDeliveries(t.app.delivery);
     // Two commands right after a notification: each reply waits for the chat's next second.
     for (const cmd of ['/status', '/help']) expect((await postUpdate(t.app, textUpdate(chatId, cmd))).statusCode).toBe(200);
-    const deadline = Date.now() + 10_000;
-    while (tg.sent.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    await eventually(() => tg.sent.length >= 3, { timeoutMs: 10_000, intervalMs: 100, what: 'three messages sent' });
     expect(tg.sent.map((m) => m.chat_id)).toEqual([chatId, chatId, chatId]);
     expect(tg.violations).toEqual([]);
   });

@@ -3,6 +3,7 @@ import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram.js';
 import { messengerBindings } from '../../drizzle/messenger.js';
 import { createUser } from '../support/users.js';
+import { eventually } from '../support/eventually.js';
 
 const INTERNAL = 'internal-token-internal-token';
 let t: TestApp;
@@ -58,7 +59,7 @@ describe('notify → messenger', () => {
       expect(res.statusCode).toBe(201);
     }
     const ofChat = () => tg.sent.filter((m) => String(m.chat_id) === String(chatId));
-    while (ofChat().length < 2 && Date.now() - started < 3_000) await new Promise((r) => setTimeout(r, 50));
+    await eventually(() => ofChat().length >= 2, { timeoutMs: 3_000 - (Date.now() - started), intervalMs: 50, what: 'both messages sent' });
     // Both within 3 s, one a slot after the other; which one the chat's first slot goes to is
     // whichever delivery claims it first (each notify kicks its own delivery in the background).
     expect(
