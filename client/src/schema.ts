@@ -1063,7 +1063,10 @@ export interface components {
              * @description When the data was last read from the venue (see the operation); null before the first successful read
              */
             syncedAt: string | null;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description How many groups match. Exact without `q`, and with `q` when the search matches few enough to count cheaply (at least 1,000). A search matching more is not counted to the end: `total` is then a lower bound, at least 1,000 and one more than `offset` + `limit` when the page is full, so a next page exists while `offset + limit < total` (show it as "1,000+").
+             */
             total: number;
         };
         EventSummary: {
