@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import Fastify from 'fastify';
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
+import { SignJWT } from 'jose';
+import { sql } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, type BuildOverrides } from '../../src/app.js';
 import { testConfig, type Config } from '../../src/config.js';
@@ -159,21 +161,53 @@ export interface BenchApp {
   close(): Promise<void>;
 }
 
+/** A new, empty PostgreSQL database beside DATABASE_URL's (the bench's own), and how to drop it. */
+export async function freshPgDatabase(prefix = 'pbbench'): Promise<{ url: string; drop: () => Promise<void> }> {
+  if (!PG_URL) throw new Error('needs DATABASE_URL (PostgreSQL)');
+  const name = `${prefix}_${process.pid}_${randomBytes(3).toString('hex')}`;
+  const admin = postgres(PG_URL, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database "${name}"`);
+  const u = new URL(PG_URL);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    drop: async () => {
+      await admin.unsafe(`drop database if exists "${name}" with (force)`);
+      await admin.end();
+    },
+  };
+}
+
+/**
+ * The overhead benches' signed-in user: a wallet account with 60 notifications and an HS256
+ * access token for it, as the `authorization` header of a bearer route.
+ */
+export async function seedBenchUser(db: DbHandle, jwtSecret: string): Promise<Record<string, string>> {
+  const walletAddress = '0x00000000000000000000000000000000000000be';
+  const [user] = await db.rows<{ id: string }>(
+    sql`insert into users (chain, wallet_address, auth_method) values ('evm', ${walletAddress}, 'wallet') returning id`,
+  );
+  await db.rows(sql`
+    insert into notifications (user_id, type, title, message, data, created_at)
+    select ${user.id}, 'system', 'Notice ' || i, 'Bench notification number ' || i, jsonb_build_object('n', i), now() - i * interval '1 minute'
+    from generate_series(1, 60) as i`);
+  const token = await new SignJWT({ walletAddress, chain: 'evm' })
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setSubject(user.id)
+    .setIssuedAt()
+    .setExpirationTime('2h')
+    .sign(new TextEncoder().encode(jwtSecret));
+  return { authorization: `Bearer ${token}` };
+}
+
 /** The real app on a fresh database (PostgreSQL when DATABASE_URL is set), listening on loopback. */
 export async function startApp(env: Record<string, string> = {}, overrides: BuildOverrides = {}): Promise<BenchApp> {
   let db: DbHandle;
   let dropDb: (() => Promise<void>) | undefined;
   if (PG_URL) {
-    const name = `pbbench_${process.pid}_${randomBytes(3).toString('hex')}`;
-    const admin = postgres(PG_URL, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`create database "${name}"`);
-    const u = new URL(PG_URL);
-    u.pathname = `/${name}`;
-    db = await createDb(u.toString(), { max: 20 });
-    dropDb = async () => {
-      await admin.unsafe(`drop database if exists "${name}" with (force)`);
-      await admin.end();
-    };
+    const fresh = await freshPgDatabase();
+    db = await createDb(fresh.url, { max: 20 });
+    dropDb = fresh.drop;
   } else {
     db = await createDb('pglite:memory');
   }

@@ -1,10 +1,7 @@
 import { spawn } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { openSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { SignJWT } from 'jose';
-import postgres from 'postgres';
-import { sql } from 'drizzle-orm';
 import { createDb } from '../../src/db/index.js';
 import { runMigrations } from '../../src/db/migrate.js';
 import { startFakeVenues } from '../fakes/venues/index.js';
@@ -13,7 +10,7 @@ import { startFakeMarketWs } from '../fakes/venues/market-ws.js';
 import { startFakeExpo } from '../fakes/expo.js';
 import { startFakeTelegram } from '../fakes/telegram.js';
 import { freePort } from '../support/net.js';
-import { PG_URL, REDIS_URL, ROOT, treeCpuSeconds, type ChildServer } from './harness.js';
+import { freshPgDatabase, PG_URL, REDIS_URL, ROOT, seedBenchUser, treeCpuSeconds, type ChildServer } from './harness.js';
 
 /**
  * Issue 36: the service as an operator deploys it, for the "realistic" rows of
@@ -55,12 +52,8 @@ export function loadAverage(): string {
 
 export async function setupRealistic(): Promise<RealisticSetup> {
   if (!PG_URL || !REDIS_URL) throw new Error('overhead (realistic): needs DATABASE_URL (PostgreSQL) and REDIS_URL');
-  const dbName = `pbreal_${process.pid}_${randomBytes(3).toString('hex')}`;
-  const admin = postgres(PG_URL, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database "${dbName}"`);
-  const u = new URL(PG_URL);
-  u.pathname = `/${dbName}`;
-  const dbUrl = u.toString();
+  const fresh = await freshPgDatabase('pbreal');
+  const dbUrl = fresh.url;
   const db = await createDb(dbUrl, { max: 2 });
   const venues = await startFakeVenues(
     {},
@@ -86,22 +79,7 @@ export async function setupRealistic(): Promise<RealisticSetup> {
       verifiedBadge: i % 17 === 0,
     };
   });
-  for (const category of ['OVERALL', 'POLITICS', 'SPORTS', 'CRYPTO']) {
-    for (const period of ['DAY', 'WEEK', 'MONTH', 'ALL']) {
-      dataApi.setBoard(
-        category,
-        period,
-        'PNL',
-        [...traders].sort((a, b) => b.pnl - a.pnl),
-      );
-      dataApi.setBoard(
-        category,
-        period,
-        'VOL',
-        [...traders].sort((a, b) => b.vol - a.vol),
-      );
-    }
-  }
+  dataApi.setEveryBoard(traders);
   // Hot markets: every subscribed token's price moves once a second.
   let tick = 0;
   const drift = setInterval(() => {
@@ -116,24 +94,11 @@ export async function setupRealistic(): Promise<RealisticSetup> {
     clearInterval(drift);
     await Promise.allSettled([venues.close(), dataApi.close(), marketWs.close(), expo.close(), telegram.close()]);
     await db.close();
-    await admin.unsafe(`drop database if exists "${dbName}" with (force)`);
-    await admin.end();
+    await fresh.drop();
   };
   try {
     await runMigrations(db);
-    const [user] = await db.rows<{ id: string }>(
-      sql`insert into users (chain, wallet_address, auth_method) values ('evm', '0x00000000000000000000000000000000000000be', 'wallet') returning id`,
-    );
-    await db.rows(sql`
-      insert into notifications (user_id, type, title, message, data, created_at)
-      select ${user.id}, 'system', 'Notice ' || i, 'Bench notification number ' || i, jsonb_build_object('n', i), now() - i * interval '1 minute'
-      from generate_series(1, 60) as i`);
-    const token = await new SignJWT({ walletAddress: '0x00000000000000000000000000000000000000be', chain: 'evm' })
-      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-      .setSubject(user.id)
-      .setIssuedAt()
-      .setExpirationTime('2h')
-      .sign(new TextEncoder().encode(JWT_SECRET));
+    const bearer = await seedBenchUser(db, JWT_SECRET);
 
     const env = async (): Promise<Record<string, string>> => ({
       NODE_ENV: 'production',
@@ -224,7 +189,7 @@ export async function setupRealistic(): Promise<RealisticSetup> {
         },
       };
     };
-    return { bearer: { authorization: `Bearer ${token}` }, start, cleanup };
+    return { bearer, start, cleanup };
   } catch (err) {
     await cleanup();
     throw err;

@@ -1,8 +1,5 @@
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import { SignJWT } from 'jose';
-import postgres from 'postgres';
 import { sql } from 'drizzle-orm';
 import { createDb } from '../../src/db/index.js';
 import { runMigrations } from '../../src/db/migrate.js';
@@ -11,6 +8,8 @@ import { generateGammaEvents } from '../fakes/venues/gamma.js';
 import { freePort } from '../support/net.js';
 import {
   capture,
+  freshPgDatabase,
+  seedBenchUser,
   compareCpu,
   cpuTable,
   PG_URL,
@@ -53,29 +52,18 @@ const INTERNAL = 'bench-internal-token-0123456789abcdef';
 /** A fresh database the service processes share, seeded from here, and the fake venues. */
 export async function setupOverhead() {
   if (!PG_URL || !REDIS_URL) throw new Error('overhead: needs DATABASE_URL (PostgreSQL) and REDIS_URL');
-  const dbName = `pbbench_${process.pid}_${randomBytes(3).toString('hex')}`;
-  const admin = postgres(PG_URL, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database "${dbName}"`);
-  const u = new URL(PG_URL);
-  u.pathname = `/${dbName}`;
-  const dbUrl = u.toString();
+  const fresh = await freshPgDatabase();
+  const dbUrl = fresh.url;
   const db = await createDb(dbUrl, { max: 2 });
   const venues = await startFakeVenues({ gamma: generateGammaEvents(200, 5, 7) });
   const cleanup = async () => {
     await venues.close();
     await db.close();
-    await admin.unsafe(`drop database if exists "${dbName}" with (force)`);
-    await admin.end();
+    await fresh.drop();
   };
   try {
     await runMigrations(db);
-    const [user] = await db.rows<{ id: string }>(
-      sql`insert into users (chain, wallet_address, auth_method) values ('evm', '0x00000000000000000000000000000000000000be', 'wallet') returning id`,
-    );
-    await db.rows(sql`
-      insert into notifications (user_id, type, title, message, data, created_at)
-      select ${user.id}, 'system', 'Notice ' || i, 'Bench notification number ' || i, jsonb_build_object('n', i), now() - i * interval '1 minute'
-      from generate_series(1, 60) as i`);
+    const bearer = await seedBenchUser(db, JWT_SECRET);
     const [snap] = await db.rows<{ id: number }>(
       sql`insert into leaderboard_snapshots (category, period, status) values ('OVERALL', '7D', 'ready') returning id`,
     );
@@ -88,13 +76,6 @@ export async function setupOverhead() {
         '[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30]'::jsonb
       from generate_series(1::bigint, 1000::bigint) as i`);
     await db.rows(sql`insert into leaderboard_current (category, period, snapshot_id) values ('OVERALL', '7D', ${snap.id})`);
-    const token = await new SignJWT({ walletAddress: '0x00000000000000000000000000000000000000be', chain: 'evm' })
-      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-      .setSubject(user.id)
-      .setIssuedAt()
-      .setExpirationTime('2h')
-      .sign(new TextEncoder().encode(JWT_SECRET));
-    const bearer = { authorization: `Bearer ${token}` };
     const serviceEnv = async (extra: Record<string, string> = {}) => ({
       NODE_ENV: 'production',
       SIGN_IN_DOMAIN: 'app.example.com',
@@ -188,19 +169,7 @@ async function runMinimal(kinds: Array<'dist' | 'tsx'>) {
       const routes = await captureRoutes(svc.url, pairs);
       const base = await spawnBaseline(routes);
       servers.push(base);
-      const rows: Array<{ label: string; c: CpuComparison }> = [];
-      for (const p of pairs) {
-        const opts = { ...LOAD, headers: p.headers };
-        const c = await compareCpu(
-          { name: 'bare', url: `${base.url}${p.barePrefix ?? ''}${p.path}`, pid: base.pid, opts },
-          { name: p.label, url: `${svc.url}${p.path}`, pid: svc.pid, opts },
-          ROUNDS,
-        );
-        rows.push({ label: p.label, c });
-        process.stdout.write(
-          `${kind} ${p.label}: ${c.target.cpuUs.toFixed(1)} vs ${c.base.cpuUs.toFixed(1)} µs → ${c.cpuRatio.toFixed(2)}\n`,
-        );
-      }
+      const rows = await comparePairs(svc, base, pairs, kind);
       await base.close();
       const bytes = routes
         .filter((r) => !r.jwtCache)
@@ -268,6 +237,27 @@ async function runMinimal(kinds: Array<'dist' | 'tsx'>) {
   }
 }
 
+/** Each pair, service against the bare route, in alternating rounds; a line per pair on stdout. */
+async function comparePairs(
+  svc: ChildServer,
+  base: ChildServer,
+  pairs: Awaited<ReturnType<typeof overheadPairs>>,
+  tag: string,
+): Promise<Array<{ label: string; c: CpuComparison }>> {
+  const rows: Array<{ label: string; c: CpuComparison }> = [];
+  for (const p of pairs) {
+    const opts = { ...LOAD, headers: p.headers };
+    const c = await compareCpu(
+      { name: 'bare', url: `${base.url}${p.barePrefix ?? ''}${p.path}`, pid: base.pid, opts },
+      { name: p.label, url: `${svc.url}${p.path}`, pid: svc.pid, opts },
+      ROUNDS,
+    );
+    rows.push({ label: p.label, c });
+    process.stdout.write(`${tag} ${p.label}: ${c.target.cpuUs.toFixed(1)} vs ${c.base.cpuUs.toFixed(1)} µs → ${c.cpuRatio.toFixed(2)}\n`);
+  }
+  return rows;
+}
+
 /** The captured responses of the compared routes, as the bare server's routes. */
 async function captureRoutes(url: string, pairs: Awaited<ReturnType<typeof overheadPairs>>): Promise<BaselineRoute[]> {
   const routes: BaselineRoute[] = [];
@@ -308,19 +298,7 @@ async function runRealistic(kinds: Array<'dist' | 'tsx'>) {
       const base = await spawnBaseline(routes);
       servers.push(base);
       const loadAtStart = loadAverage();
-      const rows: Array<{ label: string; c: CpuComparison }> = [];
-      for (const p of pairs) {
-        const opts = { ...LOAD, headers: p.headers };
-        const c = await compareCpu(
-          { name: 'bare', url: `${base.url}${p.barePrefix ?? ''}${p.path}`, pid: base.pid, opts },
-          { name: p.label, url: `${svc.url}${p.path}`, pid: svc.pid, opts },
-          ROUNDS,
-        );
-        rows.push({ label: p.label, c });
-        process.stdout.write(
-          `realistic ${kind} ${p.label}: ${c.target.cpuUs.toFixed(1)} vs ${c.base.cpuUs.toFixed(1)} µs → ${c.cpuRatio.toFixed(2)}\n`,
-        );
-      }
+      const rows = await comparePairs(svc, base, pairs, `realistic ${kind}`);
       const loadAtEnd = loadAverage();
       const idleAfter = await svc.idleCpuUsPerSec();
       await base.close();

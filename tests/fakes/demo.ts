@@ -75,22 +75,7 @@ function setBoards(daysAgo: number) {
     const share = Math.max(0.05, 1 - (daysAgo / 30) * pace);
     return { ...t, pnl: Math.round(t.pnl * share), vol: Math.round(t.vol * share) };
   });
-  for (const category of ['OVERALL', 'POLITICS', 'SPORTS', 'CRYPTO']) {
-    for (const period of ['DAY', 'WEEK', 'MONTH', 'ALL']) {
-      dataApi.setBoard(
-        category,
-        period,
-        'PNL',
-        [...then].sort((a, b) => b.pnl - a.pnl),
-      );
-      dataApi.setBoard(
-        category,
-        period,
-        'VOL',
-        [...then].sort((a, b) => b.vol - a.vol),
-      );
-    }
-  }
+  dataApi.setEveryBoard(then);
 }
 
 let tick = 0;

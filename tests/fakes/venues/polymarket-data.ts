@@ -40,6 +40,8 @@ export interface FakeDataApi {
   server: FakeServer;
   /** Sets the full ordering of one (category, timePeriod, orderBy); ranks are assigned in order. */
   setBoard(category: string, timePeriod: string, orderBy: 'PNL' | 'VOL', rows: Array<WireLeaderboardRow | Record<string, unknown>>): void;
+  /** Every board (each category and time period) to these traders, ranked by PnL and by volume. */
+  setEveryBoard(traders: readonly WireLeaderboardRow[]): void;
   setUser(address: string, activity: Partial<UserActivity>): void;
   /** Trades served to market-scoped `GET /trades?market=…` (data-trades.ts); push wire rows. */
   marketTrades: MarketTradesState;
@@ -247,15 +249,35 @@ export async function startFakeDataApi(): Promise<FakeDataApi> {
     return { body: [...a.trades].sort((x, y) => Number(y.timestamp) - Number(x.timestamp)).slice(offset, offset + limit) };
   });
 
+  const setBoard: FakeDataApi['setBoard'] = (category, timePeriod, orderBy, rows) => {
+    boards.set(
+      `${category}|${timePeriod}|${orderBy}`,
+      rows.map((r, i) => ({ rank: String(i + 1), userName: '', profileImage: '', xUsername: '', verifiedBadge: false, ...r })),
+    );
+  };
+
   return {
     url: server.url,
     server,
     marketTrades,
-    setBoard(category, timePeriod, orderBy, rows) {
-      boards.set(
-        `${category}|${timePeriod}|${orderBy}`,
-        rows.map((r, i) => ({ rank: String(i + 1), userName: '', profileImage: '', xUsername: '', verifiedBadge: false, ...r })),
-      );
+    setBoard,
+    setEveryBoard(traders) {
+      for (const category of ['OVERALL', 'POLITICS', 'SPORTS', 'CRYPTO']) {
+        for (const period of ['DAY', 'WEEK', 'MONTH', 'ALL']) {
+          setBoard(
+            category,
+            period,
+            'PNL',
+            [...traders].sort((a, b) => b.pnl - a.pnl),
+          );
+          setBoard(
+            category,
+            period,
+            'VOL',
+            [...traders].sort((a, b) => b.vol - a.vol),
+          );
+        }
+      }
     },
     setUser(address, a) {
       users.set(address.toLowerCase(), { positions: a.positions ?? [], closed: a.closed ?? [], trades: a.trades ?? [] });
